@@ -1,0 +1,121 @@
+"""The transcript's vocabulary: messages and their content blocks.
+
+The loop's position is read off the transcript, so these types carry exactly what replay needs:
+which turn wrote a message, which tool calls an assistant message made, which call a tool result
+answers. They are pydantic models so the storage boundary can serialise them without a registry.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+JsonValue = Any
+"""A value that round-trips through JSON (what tools return and steps store)."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class TextBlock(_Frozen):
+    kind: Literal["text"] = "text"
+    text: str
+
+
+class ToolCall(_Frozen):
+    kind: Literal["tool_use"] = "tool_use"
+    id: str
+    name: str
+    input: dict[str, JsonValue]
+
+
+class ThinkingBlock(_Frozen):
+    """Kept verbatim (with its signature) because the provider requires it echoed on replay."""
+
+    kind: Literal["thinking"] = "thinking"
+    thinking: str
+    signature: str
+
+
+class RedactedThinkingBlock(_Frozen):
+    kind: Literal["redacted_thinking"] = "redacted_thinking"
+    data: str
+
+
+ContentBlock = Annotated[
+    TextBlock | ToolCall | ThinkingBlock | RedactedThinkingBlock, Field(discriminator="kind")
+]
+
+
+class Usage(_Frozen):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+        )
+
+
+class UserMessage(_Frozen):
+    role: Literal["user"] = "user"
+    turn_id: str
+    text: str
+    by: str | None = None
+
+
+class TriggerMessage(_Frozen):
+    """An opening no human typed (a schedule, a confirmation): attributed to what fired it."""
+
+    role: Literal["trigger"] = "trigger"
+    turn_id: str
+    text: str
+    by: str
+    kind: str
+
+
+class AssistantMessage(_Frozen):
+    role: Literal["assistant"] = "assistant"
+    turn_id: str
+    content: tuple[ContentBlock, ...]
+    stop_reason: str
+    usage: Usage = Usage()
+
+    @property
+    def text(self) -> str:
+        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        return tuple(b for b in self.content if isinstance(b, ToolCall))
+
+
+class ToolMessage(_Frozen):
+    role: Literal["tool"] = "tool"
+    turn_id: str
+    call_id: str
+    name: str
+    result: JsonValue
+    is_error: bool = False
+
+
+Message = Annotated[
+    UserMessage | TriggerMessage | AssistantMessage | ToolMessage, Field(discriminator="role")
+]
+
+_message_adapter: TypeAdapter[Message] = TypeAdapter(Message)
+
+
+def message_to_json(message: Message) -> str:
+    return message.model_dump_json()
+
+
+def message_from_json(raw: str | bytes) -> Message:
+    return _message_adapter.validate_json(raw)

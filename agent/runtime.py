@@ -1,0 +1,205 @@
+"""The runtime: who runs which session's turns, and when.
+
+One worker at a time holds a session's lease and drains its turn queue in order; turns of
+different sessions run concurrently. The lease's epoch fences every commit, so a worker that was
+paused past its lease (a "zombie") cannot commit over its successor. A sweeper picks up sessions
+whose lease expired with work left, so a turn whose worker died resumes without re-delivery.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any
+
+from agent.agent_def import Agent
+from agent.errors import LeaseLostError, TurnNotFoundError
+from agent.seams import EventSink, Lease, SessionStore, TurnStatus
+from agent.sinks import EventHub
+from agent.turn_loop import TurnEnv, TurnRunner
+from agent.turn_result import TurnResult
+
+log = logging.getLogger(__name__)
+
+
+class Runtime:
+    def __init__(
+        self,
+        store: SessionStore,
+        model: Any,
+        *,
+        agent: Agent | None = None,
+        sink: EventSink | None = None,
+        owner: str | None = None,
+        lease_ttl: float = 30.0,
+        heartbeat_interval: float | None = None,
+        recovery_interval: float = 2.0,
+        poll_interval: float = 0.2,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.model = model
+        self.default_agent = agent
+        self.hub = EventHub(sink)
+        self.owner = owner or f"worker-{uuid.uuid4().hex[:12]}"
+        self.lease_ttl = lease_ttl
+        self.heartbeat_interval = heartbeat_interval or lease_ttl / 3
+        self.recovery_interval = recovery_interval
+        self.poll_interval = poll_interval
+        self.clock = clock
+        self._agents: dict[str, Agent] = {}
+        self._drains: dict[str, asyncio.Task[None]] = {}
+        self._rekick: set[str] = set()
+        self._changed = asyncio.Event()
+        self._sweeper: asyncio.Task[None] | None = None
+        self._closed = False
+
+    # lifecycle ----------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Runtime:
+        self.start_recovery()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def start_recovery(self) -> None:
+        """Start the sweeper that resumes turns whose worker died."""
+        if self._sweeper is None:
+            self._sweeper = asyncio.create_task(self._sweep_loop(), name="turn-recovery")
+
+    async def close(self) -> None:
+        self._closed = True
+        tasks = [t for t in [self._sweeper, *self._drains.values()] if t is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._drains.clear()
+
+    # sessions -----------------------------------------------------------------------------
+
+    def session(self, agent: Agent | None, key: str) -> Any:
+        from agent.session import AgentSession
+
+        chosen = agent or self.default_agent
+        if chosen is None:
+            raise ValueError("no agent given and the runtime has no default agent")
+        self._agents[key] = chosen
+        return AgentSession(self, chosen, key)
+
+    def agent_for(self, key: str) -> Agent | None:
+        return self._agents.get(key, self.default_agent)
+
+    def kick(self, key: str) -> None:
+        """Make sure a drain runs for `key`; cheap and idempotent."""
+        if self._closed:
+            return
+        task = self._drains.get(key)
+        if task is not None and not task.done():
+            self._rekick.add(key)
+            return
+        self._drains[key] = asyncio.create_task(self._drain(key), name=f"drain:{key}")
+
+    async def recover_once(self) -> list[str]:
+        """Kick every session with unfinished turns and no live lease; returns their keys."""
+        keys = await self.store.recoverable_sessions(self.clock())
+        picked = [k for k in keys if self.agent_for(k) is not None]
+        for key in picked:
+            self.kick(key)
+        return picked
+
+    async def wait_turn(self, key: str, turn_id: str) -> TurnResult:
+        """Wait for the turn to end or park; polls the store so another process's work counts."""
+        while True:
+            changed = self._changed
+            record = await self.store.get_turn(key, turn_id)
+            if record is None:
+                raise TurnNotFoundError(f"no turn {turn_id!r} on session {key!r}")
+            if record.status.finished or record.status == TurnStatus.SUSPENDED:
+                return TurnResult.from_record(record)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), self.poll_interval)
+
+    def notify(self) -> None:
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    # workers ------------------------------------------------------------------------------
+
+    async def _sweep_loop(self) -> None:
+        while True:
+            try:
+                await self.recover_once()
+            except Exception:
+                log.exception("turn recovery sweep failed; retrying")
+            await asyncio.sleep(self.recovery_interval)
+
+    async def _heartbeat(self, lease: Lease) -> None:
+        while True:
+            await asyncio.sleep(self.heartbeat_interval)
+            try:
+                if not await self.store.renew_lease(lease, self.lease_ttl, self.clock()):
+                    log.warning("lease on %s was taken over", lease.session)
+                    return
+            except Exception:
+                log.exception("lease heartbeat failed for %s", lease.session)
+
+    async def _drain(self, key: str) -> None:
+        while True:
+            self._rekick.discard(key)
+            agent = self.agent_for(key)
+            if agent is None:
+                return
+            lease = await self.store.acquire_lease(key, self.owner, self.lease_ttl, self.clock())
+            if lease is None:
+                return
+            try:
+                await self._run_queue(agent, lease)
+            except LeaseLostError:
+                log.warning("lost the lease on %s; its new holder continues", key)
+                self._rekick.discard(key)
+            except Exception:
+                log.exception("turn on %s stopped; it resumes when its lease is picked up", key)
+                self._rekick.discard(key)
+            finally:
+                with contextlib.suppress(Exception):
+                    await self.store.release_lease(lease)
+                self.notify()
+            if key not in self._rekick:
+                return
+
+    async def _run_queue(self, agent: Agent, lease: Lease) -> None:
+        heartbeat = asyncio.create_task(self._heartbeat(lease))
+        try:
+            transcript = await self.store.load_transcript(lease.session)
+            while True:
+                turn = await self.store.next_turn(lease.session)
+                if turn is None:
+                    return
+                env = TurnEnv(
+                    agent=agent,
+                    store=self.store,
+                    model=self.model,
+                    sink=self.hub,
+                    lease=lease,
+                    ttl=self.lease_ttl,
+                    clock=self.clock,
+                )
+                await TurnRunner(env, turn, transcript).run()
+                self.notify()
+        finally:
+            heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await heartbeat

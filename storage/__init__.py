@@ -1,0 +1,30 @@
+"""Stores behind the engine's `SessionStore` seam: SQL (SQLite or PostgreSQL) and in-memory.
+
+`storage` depends on `agent` (its seams, records and errors) and never on `bot`.
+"""
+
+from __future__ import annotations
+
+from agent.seams import SessionStore
+from storage.memory_store import MemoryStore
+from storage.migrate import current_revision, upgrade_database
+from storage.sql_store import SqlStore
+
+__all__ = [
+    "MemoryStore",
+    "SqlStore",
+    "current_revision",
+    "open_store",
+    "upgrade_database",
+]
+
+
+async def open_store(url: str | None) -> SessionStore:
+    """The store a URL names: None or "memory" for `MemoryStore`, else a migrated SQL database.
+
+    A SQL database must already be at this code's schema revision (`bot db upgrade`); opening
+    never migrates, so several processes starting at once cannot race a migration.
+    """
+    if url is None or url == "memory":
+        return MemoryStore()
+    return await SqlStore.open(url)

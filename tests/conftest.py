@@ -1,0 +1,147 @@
+"""Shared fixtures: real databases for the stores, set up once per run and emptied per test.
+
+- PostgreSQL: one database per test run (`bot_test_<random>`), migrated once, dropped at the end;
+  every test that uses it starts with its tables truncated. The server comes from
+  `BOT_TEST_POSTGRES_URL` (default `postgresql://postgres@127.0.0.1:5432/test`). If it cannot be
+  reached the test fails, saying so; set `BOT_TEST_SKIP_POSTGRES=1` to skip instead.
+- SQLite: a fresh, migrated file per test, copied from a template migrated once per run.
+- `store`: the same test against `memory`, `sqlite` and `postgres`.
+
+Migrations are async but some fixtures here are sync (an async fixture cannot request another
+async fixture lazily), so they run on a private event loop in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import shutil
+from collections.abc import AsyncIterator, Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+import psycopg
+import pytest
+from psycopg import sql
+from sqlalchemy.engine import make_url
+
+from agent.seams import SessionStore
+from storage import MemoryStore, SqlStore, upgrade_database
+from storage.sql_schema import STORE_TABLES
+
+T = TypeVar("T")
+
+DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
+POSTGRES_FIXTURES = frozenset({"postgres_url", "postgres_database"})
+
+
+def run_async(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to completion from sync code, even while the caller's loop is running."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that take a PostgreSQL fixture directly are marked `postgres` without saying so."""
+    for item in items:
+        if POSTGRES_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.postgres)
+
+
+# -- PostgreSQL -----------------------------------------------------------------------------
+
+
+def _server_conninfo() -> str:
+    return os.environ.get("BOT_TEST_POSTGRES_URL", DEFAULT_POSTGRES_URL)
+
+
+def _connect_server() -> psycopg.Connection[Any]:
+    conninfo = _server_conninfo()
+    try:
+        return psycopg.connect(conninfo, autocommit=True, connect_timeout=5)
+    except psycopg.OperationalError as err:
+        message = (
+            f"PostgreSQL is not reachable at {conninfo} ({err}).\n"
+            "Start it, point BOT_TEST_POSTGRES_URL at a server, or set BOT_TEST_SKIP_POSTGRES=1 "
+            "to skip the PostgreSQL tests."
+        )
+        if os.environ.get("BOT_TEST_SKIP_POSTGRES") == "1":
+            pytest.skip(message)
+        pytest.fail(message, pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def postgres_database() -> Iterator[str]:
+    """A migrated database of its own for this test run; yields its SQLAlchemy URL."""
+    name = f"bot_test_{secrets.token_hex(6)}"
+    with _connect_server() as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    url = (
+        make_url(_server_conninfo())
+        .set(drivername="postgresql+psycopg", database=name)
+        .render_as_string(hide_password=False)
+    )
+    try:
+        run_async(upgrade_database(url))
+        yield url
+    finally:
+        with _connect_server() as admin:
+            admin.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
+
+
+@pytest.fixture
+def postgres_url(postgres_database: str) -> str:
+    """The run's PostgreSQL database, its tables emptied before this test."""
+    conninfo = make_url(postgres_database).set(drivername="postgresql").render_as_string(
+        hide_password=False
+    )
+    tables = sql.SQL(", ").join(sql.Identifier(table.name) for table in STORE_TABLES)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute(sql.SQL("TRUNCATE {} RESTART IDENTITY").format(tables))
+    return postgres_database
+
+
+# -- SQLite ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def _sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("sqlite-template") / "bot.db"
+    run_async(upgrade_database(f"sqlite+aiosqlite:///{path}"))
+    return path
+
+
+@pytest.fixture
+def sqlite_url(_sqlite_template: Path, tmp_path: Path) -> str:
+    """A fresh, migrated SQLite file for this test (other processes may open it too)."""
+    path = tmp_path / "bot.db"
+    for suffix in ("", "-wal"):
+        source = _sqlite_template.with_name(_sqlite_template.name + suffix)
+        if source.exists():
+            shutil.copyfile(source, path.with_name(path.name + suffix))
+    return f"sqlite+aiosqlite:///{path}"
+
+
+# -- every store ----------------------------------------------------------------------------
+
+
+@pytest.fixture(
+    params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)],
+    ids=["memory", "sqlite", "postgres"],
+)
+async def store(request: pytest.FixtureRequest) -> AsyncIterator[SessionStore]:
+    """An open, empty store of each kind; closed after the test."""
+    opened: SessionStore
+    if request.param == "memory":
+        opened = MemoryStore()
+    else:
+        url = request.getfixturevalue(f"{request.param}_url")
+        opened = await SqlStore.open(url)
+    try:
+        yield opened
+    finally:
+        await opened.close()

@@ -1,0 +1,158 @@
+"""Crash replay with real processes: a worker is SIGKILLed at every commit boundary of a turn with
+a two-call batch, then a new process completes the turn. Nothing is duplicated, no finished step
+runs again, and the local tool's store write exists exactly once."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from agent import AssistantMessage, ToolMessage, UserMessage
+from storage import SqlStore
+from tests.support.engine_fixtures import RUN_LOG_ENV, count_orders, read_runs
+
+ROOT = Path(__file__).resolve().parents[2]
+
+BOUNDARIES = [
+    "before:opening",
+    "after:opening",
+    "before:model:1",
+    "after:model:1",
+    "before:tool:1:a",
+    "after:tool:1:a",
+    "before:tool:1:b",
+    "after:tool:1:b",
+    "before:model:4",
+    "after:model:4",
+]
+
+
+def _child(url: str, turn: str, run_log: Path, *extra: str) -> subprocess.Popen[str]:
+    env = {**os.environ, RUN_LOG_ENV: str(run_log), "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.support.crash_child", url, "crash:s", turn, *extra],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _crash_at(url: str, turn: str, run_log: Path, boundary: str) -> None:
+    proc = _child(url, turn, run_log, "--crash", boundary)
+    assert proc.stdout is not None
+    try:
+        for line in proc.stdout:
+            if line.startswith("AT "):
+                assert line.split()[1] == boundary
+                proc.kill()  # SIGKILL: no cleanup, no finally blocks, open transaction lost
+                break
+        else:
+            raise AssertionError(f"child never reached {boundary}: {proc.stderr.read()}")  # type: ignore[union-attr]
+    finally:
+        proc.wait(timeout=30)
+        if proc.stderr:
+            proc.stderr.close()
+        proc.stdout.close()
+    assert proc.returncode == -9
+
+
+def _complete(url: str, turn: str, run_log: Path, *extra: str) -> list[str]:
+    proc = _child(url, turn, run_log, *extra)
+    out, err = proc.communicate(timeout=90)
+    assert proc.returncode == 0, err
+    return out.splitlines()
+
+
+async def _final_state(url: str) -> tuple[list[object], list[str], list[str], int]:
+    store = await SqlStore.open(url)
+    try:
+        transcript = await store.load_transcript("crash:s")
+        steps = list((await store.load_steps("crash:s", "T1")).keys())
+        events = await store.read_events("crash:s")
+        assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    finally:
+        await store.close()
+    engine = create_async_engine(url)
+    try:
+        async with engine.connect() as conn:
+            orders = await conn.run_sync(count_orders)
+    finally:
+        await engine.dispose()
+    return transcript, steps, [e.type for e in events], orders
+
+
+@pytest.mark.parametrize("boundary", BOUNDARIES)
+async def test_sigkill_at_each_boundary_then_redelivery_completes_once(
+    sql_url: str, tmp_path: Path, boundary: str
+) -> None:
+    run_log = tmp_path / "runs.log"
+    _crash_at(sql_url, "T1", run_log, boundary)
+    runs_before = read_runs(run_log)
+    lines = _complete(sql_url, "T1", run_log)
+
+    assert lines[-1] == "RESULT completed Ordered 2 mugs."
+    transcript, steps, event_types, orders = await _final_state(sql_url)
+    assert [type(m) for m in transcript] == [
+        UserMessage,
+        AssistantMessage,
+        ToolMessage,
+        ToolMessage,
+        AssistantMessage,
+    ]
+    assert [m.call_id for m in transcript if isinstance(m, ToolMessage)] == ["a", "b"]
+    assert steps == ["model:1", "tool:1:a", "tool:1:b", "model:4"]
+    assert event_types == [
+        "turn.started",
+        "message.completed",
+        "action.requested",
+        "action.requested",
+        "action.completed",
+        "action.completed",
+        "message.completed",
+        "turn.completed",
+    ]
+    assert orders == 1, "the local tool's write must exist exactly once"
+
+    deltas = [line[6:] for line in lines if line.startswith("DELTA ")]
+    committed = BOUNDARIES.index(boundary)
+    if committed >= BOUNDARIES.index("after:model:1"):
+        assert "Let me " not in deltas, "a cached model step must not stream again"
+    if committed >= BOUNDARIES.index("after:model:4"):
+        assert deltas == []
+    runs_after = read_runs(run_log)[len(runs_before) :]
+    if committed >= BOUNDARIES.index("after:tool:1:a"):
+        assert "lookup_stock" not in runs_after, "a finished tool step ran again"
+    if committed >= BOUNDARIES.index("after:tool:1:b"):
+        assert "create_order" not in runs_after
+
+
+@pytest.mark.parametrize("boundary", ["after:model:1", "before:tool:1:b", "after:tool:1:b"])
+async def test_dead_worker_turn_resumes_without_redelivery(
+    sql_url: str, tmp_path: Path, boundary: str
+) -> None:
+    """Only the lease expiring brings the turn back: nobody re-delivers it."""
+    run_log = tmp_path / "runs.log"
+    _crash_at(sql_url, "T1", run_log, boundary)
+    lines = _complete(sql_url, "T1", run_log, "--recover-only")
+    assert lines[-1] == "RESULT completed Ordered 2 mugs."
+    transcript, steps, _, orders = await _final_state(sql_url)
+    assert len(transcript) == 5
+    assert steps == ["model:1", "tool:1:a", "tool:1:b", "model:4"]
+    assert orders == 1
+
+
+async def test_crash_mid_batch_resumes_only_the_remaining_call(
+    sql_url: str, tmp_path: Path
+) -> None:
+    run_log = tmp_path / "runs.log"
+    _crash_at(sql_url, "T1", run_log, "after:tool:1:a")
+    assert read_runs(run_log) == ["lookup_stock"]
+    _complete(sql_url, "T1", run_log)
+    assert read_runs(run_log) == ["lookup_stock", "create_order"]

@@ -1,0 +1,393 @@
+"""A local stand-in for Anthropic's Messages API, so tests drive the real SDK over real HTTP.
+
+Tests queue what the next calls answer (a streamed message, an HTTP error, a stream that breaks
+with an `error` event) and read back every request body the SDK sent. The stand-in also checks
+the request rules the real API enforces and answers 400 where it would, so a malformed request
+fails the test that made it. It is stricter than the API in one place on purpose: roles must
+strictly alternate, so an adapter that forgets to batch tool results is caught here.
+
+    with AnthropicStandin() as api:
+        api.enqueue(sse_reply(Text("Hello")))
+        client = AsyncAnthropic(base_url=api.base_url, api_key="test-key")
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+from collections import deque
+from collections.abc import AsyncIterator, Iterable, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+Event = tuple[str, dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Text:
+    text: str
+    chunks: Sequence[str] | None = None
+    """How the text is cut into `text_delta`s; by default one delta per word."""
+
+
+@dataclass(frozen=True)
+class ToolUse:
+    id: str
+    name: str
+    input: dict[str, Any]
+    chunk_size: int = 7
+    """Characters of JSON per `input_json_delta`, small so assembly across deltas is exercised."""
+
+
+@dataclass(frozen=True)
+class Thinking:
+    thinking: str
+    signature: str
+
+
+@dataclass(frozen=True)
+class RedactedThinking:
+    data: str
+
+
+ContentSpec = Text | ToolUse | Thinking | RedactedThinking
+
+
+@dataclass(frozen=True)
+class SseReply:
+    events: list[Event]
+
+
+@dataclass(frozen=True)
+class HttpError:
+    status: int
+    error_type: str
+    message: str
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+Reply = SseReply | HttpError
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    body: dict[str, Any]
+    headers: dict[str, str]
+
+    @property
+    def credential(self) -> str | None:
+        """The key as sent: SDK versions differ on `x-api-key` versus a bearer token."""
+        bearer = self.headers.get("authorization", "")
+        return self.headers.get("x-api-key") or bearer.removeprefix("Bearer ") or None
+
+
+def sse_reply(
+    *content: ContentSpec,
+    stop_reason: str | None = None,
+    input_tokens: int = 10,
+    output_tokens: int = 5,
+    cache_read: int | None = None,
+    cache_write: int | None = None,
+    fail_after: int | None = None,
+    error_type: str = "overloaded_error",
+    cut_after: int | None = None,
+) -> SseReply:
+    """A streamed message as the API sends it: `message_start`, blocks, `message_delta`, stop.
+
+    `fail_after=n` breaks the stream with an `error` event after its n-th delta;
+    `cut_after=n` ends it there silently, as a dropped connection would.
+    """
+    stop = stop_reason or (
+        "tool_use" if any(isinstance(c, ToolUse) for c in content) else "end_turn"
+    )
+    usage: dict[str, Any] = {"input_tokens": input_tokens, "output_tokens": 1}
+    if cache_read is not None:
+        usage["cache_read_input_tokens"] = cache_read
+    if cache_write is not None:
+        usage["cache_creation_input_tokens"] = cache_write
+    events: list[Event] = [("message_start", _message_start(usage)), ("ping", {"type": "ping"})]
+    deltas = 0
+    for index, spec in enumerate(content):
+        start, pieces = _block_events(spec)
+        events.append(
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": index, "content_block": start},
+            )
+        )
+        for delta in pieces:
+            if deltas == fail_after:
+                return SseReply([*events, _error_event(error_type)])
+            if deltas == cut_after:
+                return SseReply(events)
+            events.append(
+                (
+                    "content_block_delta",
+                    {"type": "content_block_delta", "index": index, "delta": delta},
+                )
+            )
+            deltas += 1
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+    events.append(
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {
+                    "stop_reason": stop,
+                    "stop_sequence": "STOP" if stop == "stop_sequence" else None,
+                },
+                "usage": {"output_tokens": output_tokens},
+            },
+        )
+    )
+    events.append(("message_stop", {"type": "message_stop"}))
+    return SseReply(events)
+
+
+def http_error(
+    status: int, error_type: str, message: str = "", *, retry_after_ms: int | None = 10
+) -> HttpError:
+    """An error answer before any streaming; `retry-after-ms` keeps the SDK's backoff short."""
+    headers = {"request-id": "req_standin"}
+    if retry_after_ms is not None:
+        headers["retry-after-ms"] = str(retry_after_ms)
+    return HttpError(status, error_type, message or error_type, headers)
+
+
+class AnthropicStandin:
+    """A real HTTP server on a free localhost port, run by uvicorn in a background thread.
+
+    A thread rather than a task in the test's loop, so the server keeps answering while a test
+    awaits, and its signal handling and event loop stay out of the test's way.
+    """
+
+    def __init__(self) -> None:
+        self.requests: list[RecordedRequest] = []
+        self._replies: deque[Reply] = deque()
+        self._lock = threading.Lock()
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._socket.bind(("127.0.0.1", 0))
+        app = Starlette(routes=[Route("/v1/messages", self._messages, methods=["POST"])])
+        config = uvicorn.Config(app, lifespan="off", ws="none", http="h11", log_level="warning")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._socket]}, daemon=True
+        )
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._socket.getsockname()
+        return f"http://{host}:{port}"
+
+    @property
+    def bodies(self) -> list[dict[str, Any]]:
+        return [r.body for r in self.requests]
+
+    def reset(self) -> None:
+        """Forget requests and unused replies, so one server can serve a module of tests."""
+        with self._lock:
+            self._replies.clear()
+            self.requests.clear()
+
+    def enqueue(self, *replies: Reply) -> None:
+        with self._lock:
+            self._replies.extend(replies)
+
+    @property
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._replies)
+
+    def start(self) -> None:
+        self._thread.start()
+        for _ in range(500):
+            if self._server.started:
+                return
+            if not self._thread.is_alive():
+                break
+            threading.Event().wait(0.01)
+        raise RuntimeError("the Anthropic stand-in did not start")
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=10)
+        self._socket.close()
+
+    def __enter__(self) -> AnthropicStandin:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    async def _messages(self, request: Request) -> Response:
+        body = await request.json()
+        with self._lock:
+            self.requests.append(RecordedRequest(body=body, headers=dict(request.headers)))
+        problem = request_problem(body)
+        if problem is not None:
+            return _error_response(
+                HttpError(400, "invalid_request_error", problem, {"x-should-retry": "false"})
+            )
+        with self._lock:
+            reply = self._replies.popleft() if self._replies else None
+        match reply:
+            case None:
+                return _error_response(
+                    HttpError(
+                        400,
+                        "invalid_request_error",
+                        "the stand-in has no scripted reply left",
+                        {"x-should-retry": "false"},
+                    )
+                )
+            case HttpError():
+                return _error_response(reply)
+            case SseReply():
+                return StreamingResponse(
+                    _stream(reply.events, body.get("model", "")),
+                    media_type="text/event-stream",
+                    headers={"request-id": "req_standin"},
+                )
+
+
+def request_problem(body: dict[str, Any]) -> str | None:
+    """What the real API would answer 400 for, as far as these tests can break it; else None."""
+    for key in ("model", "max_tokens", "messages"):
+        if key not in body:
+            return f"{key}: Field required"
+    if body.get("stream") is not True:
+        return "the stand-in only speaks streaming"
+    messages: list[dict[str, Any]] = body["messages"]
+    if not messages or messages[0]["role"] != "user":
+        return "messages: first message must use the user role"
+    breakpoints = sum(1 for b in _all_blocks(body) if "cache_control" in b)
+    if breakpoints > 4:
+        return f"A maximum of 4 blocks with cache_control may be provided. Found {breakpoints}."
+    previous: dict[str, Any] | None = None
+    for i, message in enumerate(messages):
+        if previous is not None and previous["role"] == message["role"]:
+            return f"messages.{i}: roles must alternate (stand-in rule)"
+        problem = _message_problem(i, message, previous)
+        if problem is not None:
+            return problem
+        previous = message
+    return None
+
+
+def _message_problem(
+    i: int, message: dict[str, Any], previous: dict[str, Any] | None
+) -> str | None:
+    blocks = _blocks(message)
+    if not blocks:
+        return f"messages.{i}: all messages must have non-empty content"
+    for block in blocks:
+        if block["type"] == "text" and not block["text"]:
+            return f"messages.{i}: text content blocks must be non-empty"
+        if block["type"] == "thinking" and not block.get("signature"):
+            return f"messages.{i}: thinking blocks need their signature"
+        if block["type"] in ("thinking", "redacted_thinking") and "cache_control" in block:
+            return f"messages.{i}: thinking blocks cannot be cached directly"
+    asked = {b["id"] for b in _blocks(previous or {}) if b["type"] == "tool_use"}
+    results = [b for b in blocks if b["type"] == "tool_result"]
+    answered = {b["tool_use_id"] for b in results}
+    if results and blocks[: len(results)] != results:
+        return f"messages.{i}: tool_result blocks must come first in the user message"
+    if answered - asked:
+        return f"messages.{i}: unexpected tool_use_id in tool_result: {sorted(answered - asked)}"
+    if asked - answered:
+        return f"messages.{i}: tool_use ids without tool_result blocks: {sorted(asked - answered)}"
+    return None
+
+
+def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+    content = message.get("content", [])
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return list(content)
+
+
+def _all_blocks(body: dict[str, Any]) -> Iterable[dict[str, Any]]:
+    system = body.get("system", [])
+    yield from ([] if isinstance(system, str) else system)
+    yield from body.get("tools", [])
+    for message in body["messages"]:
+        yield from _blocks(message)
+
+
+async def _stream(events: list[Event], model: str) -> AsyncIterator[bytes]:
+    for name, data in events:
+        if name == "message_start":
+            data = {**data, "message": {**data["message"], "model": model}}
+        yield f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+        await asyncio.sleep(0)
+
+
+def _error_response(error: HttpError) -> Response:
+    body = {
+        "type": "error",
+        "error": {"type": error.error_type, "message": error.message},
+        "request_id": "req_standin",
+    }
+    return JSONResponse(body, status_code=error.status, headers=error.headers)
+
+
+def _error_event(error_type: str) -> Event:
+    return ("error", {"type": "error", "error": {"type": error_type, "message": error_type}})
+
+
+def _message_start(usage: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "message_start",
+        "message": {
+            "id": "msg_standin",
+            "type": "message",
+            "role": "assistant",
+            "model": "",
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": usage,
+        },
+    }
+
+
+def _block_events(spec: ContentSpec) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    match spec:
+        case Text():
+            chunks = spec.chunks if spec.chunks is not None else _words(spec.text)
+            return {"type": "text", "text": ""}, [{"type": "text_delta", "text": c} for c in chunks]
+        case ToolUse():
+            raw = json.dumps(spec.input)
+            parts = [raw[i : i + spec.chunk_size] for i in range(0, len(raw), spec.chunk_size)]
+            return {"type": "tool_use", "id": spec.id, "name": spec.name, "input": {}}, [
+                {"type": "input_json_delta", "partial_json": p} for p in parts
+            ]
+        case Thinking():
+            return {"type": "thinking", "thinking": "", "signature": ""}, [
+                *({"type": "thinking_delta", "thinking": w} for w in _words(spec.thinking)),
+                {"type": "signature_delta", "signature": spec.signature},
+            ]
+        case RedactedThinking():
+            return {"type": "redacted_thinking", "data": spec.data}, []
+
+
+def _words(text: str) -> list[str]:
+    words = text.split(" ")
+    return [w + " " for w in words[:-1]] + [words[-1]] if text else []

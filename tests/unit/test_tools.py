@@ -1,0 +1,71 @@
+"""`@tool`: schema from type hints, local/remote by declaration, assembly checks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agent import Agent, AssemblyError, ToolContext, tool
+
+
+def test_schema_from_type_hints_leaves_out_the_context() -> None:
+    @tool
+    def refund(order_id: str, amount: float, ctx: ToolContext, note: str = "") -> dict[str, Any]:
+        """Refund an order.
+
+        Longer text the model does not need."""
+        return {}
+
+    assert refund.name == "refund"
+    assert refund.description == "Refund an order."
+    assert refund.local
+    assert refund.input_schema == {
+        "type": "object",
+        "properties": {
+            "order_id": {"type": "string"},
+            "amount": {"type": "number"},
+            "note": {"type": "string", "default": ""},
+        },
+        "required": ["order_id", "amount"],
+        "additionalProperties": False,
+    }
+
+
+def test_async_def_is_remote() -> None:
+    @tool(name="lookup", description="Find things.")
+    async def find(query: str) -> list[str]:
+        return []
+
+    assert not find.local
+    assert find.spec.name == "lookup"
+    assert find.spec.description == "Find things."
+
+
+def test_write_tool_without_confirmation_is_rejected_at_assembly() -> None:
+    @tool(effect="write")
+    async def issue_refund(order_id: str) -> str:
+        """Refund."""
+        return order_id
+
+    with pytest.raises(AssemblyError, match="issue_refund"):
+        Agent(name="ops", instructions="x", tools=[issue_refund])
+
+
+def test_write_tool_with_confirmation_assembles() -> None:
+    @tool(effect="write", confirmation="required")
+    async def issue_refund(order_id: str) -> str:
+        """Refund."""
+        return order_id
+
+    assert Agent(name="ops", instructions="x", tools=[issue_refund]).tool_named("issue_refund")
+
+
+def test_duplicate_tool_names_are_rejected() -> None:
+    @tool
+    def a() -> int:
+        """A."""
+        return 1
+
+    with pytest.raises(AssemblyError, match="two tools"):
+        Agent(name="x", instructions="x", tools=[a, a])
