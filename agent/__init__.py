@@ -85,6 +85,8 @@ __all__ = [
     "Agent",
     "AgentError",
     "AgentSession",
+    "AnthropicModel",
+    "AnthropicSettings",
     "AssemblyError",
     "AssistantMessage",
     "ConfirmationRequested",
@@ -152,3 +154,12 @@ __all__ = [
     "UserMessage",
     "tool",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """The Anthropic adapter is imported on first use: the SDK is heavy and tests rarely need it."""
+    if name in ("AnthropicModel", "AnthropicSettings"):
+        from agent import anthropic_model
+
+        return getattr(anthropic_model, name)
+    raise AttributeError(f"module 'agent' has no attribute {name!r}")

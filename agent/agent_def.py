@@ -6,12 +6,26 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from agent.errors import AssemblyError
+from agent.hitl import AuthorizeAnswer
+from agent.policy import SurfacePolicy, TurnPolicy, build_policy, check_surfaces
 from agent.seams import ModelSettings
 from agent.tools import Tool
+
+
+@dataclass(frozen=True, kw_only=True)
+class Schedule:
+    """A proactive turn on a clock: `cron` is a five-field expression in UTC."""
+
+    name: str
+    cron: str
+    seed: str
+    channel: str
+    session: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -20,6 +34,11 @@ class Agent:
     instructions: str
     tools: Sequence[Tool] = ()
     model: ModelSettings = field(default_factory=ModelSettings)
+    overlays: Mapping[str, str] = field(default_factory=dict)
+    """Per-source instructions (`instructions.<source>.md`), keyed by source."""
+    surfaces: Mapping[str, SurfacePolicy | Mapping[str, Any]] = field(default_factory=dict)
+    authorize_answer: AuthorizeAnswer | None = None
+    schedules: Sequence[Schedule] = ()
 
     def __post_init__(self) -> None:
         seen: set[str] = set()
@@ -34,7 +53,11 @@ class Agent:
                     f"agent {self.name!r}: tool {t.name!r} is declared effect='write' with no "
                     "confirmation; declare confirmation='required' or 'capability'"
                 )
+        surfaces = {k: SurfacePolicy.of(v) for k, v in self.surfaces.items()}
+        check_surfaces(self.name, surfaces, self.overlays, [t.name for t in self.tools])
         object.__setattr__(self, "tools", tuple(self.tools))
+        object.__setattr__(self, "surfaces", surfaces)
+        object.__setattr__(self, "schedules", tuple(self.schedules))
 
     def tool_named(self, name: str) -> Tool | None:
         for t in self.tools:
@@ -42,11 +65,22 @@ class Agent:
                 return t
         return None
 
+    def policy_for(self, source: str | None) -> TurnPolicy:
+        surfaces: Mapping[str, SurfacePolicy] = self.surfaces  # type: ignore[assignment]
+        return build_policy(
+            source=source,
+            instructions=self.instructions,
+            overlays=self.overlays,
+            surfaces=surfaces,
+            tool_names=[t.name for t in self.tools],
+        )
+
     @property
     def fingerprint(self) -> str:
         """Identifies the behaviour a checkpoint was made under: prompt, tool specs, settings."""
         body = {
             "instructions": self.instructions,
+            "overlays": dict(sorted(self.overlays.items())),
             "tools": [t.spec.model_dump() for t in self.tools],
             "model": self.model.model_dump(),
         }

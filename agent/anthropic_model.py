@@ -131,6 +131,7 @@ class AnthropicModel:
 
     @classmethod
     def from_env(cls) -> AnthropicModel:
+        """For a process entry point; a host that has its own settings calls `from_settings`."""
         return cls.from_settings(AnthropicSettings())
 
     def __repr__(self) -> str:
@@ -155,9 +156,9 @@ class AnthropicModel:
                             yield TextDelta(text=event.text)
                         elif event.type == "message_stop":
                             finished = True
+                    if not finished:
+                        raise StreamCutError
                     message = await stream.get_final_message()
-                if not finished:
-                    raise StreamCutError
             except (anthropic.APIError, httpx2.TransportError, StreamCutError) as err:
                 if not (began and is_restartable(err) and restarts < self._max_restarts):
                     raise ModelError(describe(err)) from None
@@ -194,7 +195,8 @@ class AnthropicModel:
         )
         extra: dict[str, Any] = {}
         if settings.temperature is not None and not thinking:
-            # The SDK no longer types `temperature`; the API still reads it, never with thinking.
+            # This SDK's signature has no `temperature`, so it rides as an extra body field; it is
+            # left out with thinking on, which only accepts the default.
             extra["temperature"] = settings.temperature
         return _Params(
             model=settings.model or self._model,

@@ -14,7 +14,8 @@
     │   └── SessionSuspendedError another turn is parked on this session
     ├── ResumeError
     │   ├── ResumeAuthorizationError  the resumer may not answer (HTTP 403)
-    │   └── ResumeConflictError       wrong turn, wrong input, not pending, already answered (409)
+    │   ├── ResumeConflictError       wrong turn, wrong input, not pending, already answered (409)
+    │   └── ResumeValidationError     the answer does not fit the request's schema (422)
     ├── EffectError
     │   ├── EffectConflictError       same key, different payload
     │   ├── EffectUncertainError      the outcome of a write is unknown; a person must resolve it
@@ -79,15 +80,30 @@ class SessionSuspendedError(TurnError):
 
 
 class ResumeError(AgentError):
-    """A resume or confirmation answer was refused; the store is unchanged."""
+    """A resume or confirmation answer was refused; the store is unchanged.
+
+    `http_status` is what an HTTP surface should answer with.
+    """
+
+    http_status = 400
 
 
 class ResumeAuthorizationError(ResumeError):
-    """The resumer is not an allowed answerer (HTTP 403)."""
+    """The resumer is not an allowed answerer."""
+
+    http_status = 403
 
 
 class ResumeConflictError(ResumeError):
-    """The answer does not match what is pending (HTTP 409)."""
+    """The answer does not match what is pending."""
+
+    http_status = 409
+
+
+class ResumeValidationError(ResumeError):
+    """The answer does not fit the JSON schema the tool asked with; the turn stays parked."""
+
+    http_status = 422
 
 
 class EffectError(AgentError):

@@ -19,7 +19,7 @@ from typing import Any
 
 from agent.agent_def import Agent
 from agent.errors import LeaseLostError, TurnNotFoundError
-from agent.seams import EventSink, Lease, SessionStore, TurnStatus
+from agent.seams import EventSink, Lease, SessionStore, TurnKind, TurnStatus
 from agent.sinks import EventHub
 from agent.turn_loop import TurnEnv, TurnRunner
 from agent.turn_result import TurnResult
@@ -53,6 +53,7 @@ class Runtime:
         self.poll_interval = poll_interval
         self.clock = clock
         self._agents: dict[str, Agent] = {}
+        self._running: dict[str, TurnRunner] = {}
         self._drains: dict[str, asyncio.Task[None]] = {}
         self._rekick: set[str] = set()
         self._changed = asyncio.Event()
@@ -132,6 +133,19 @@ class Runtime:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(changed.wait(), self.poll_interval)
 
+    def signal_cancel(
+        self, key: str, reason: str, *, keep: str | None = None, only: str | None = None
+    ) -> None:
+        """Tell this process's runner of the session to stop at its next checkpoint. The
+        durable request was stored first; this only makes it take effect without waiting for
+        the next heartbeat."""
+        runner = self._running.get(key)
+        if runner is None or runner.turn_id == keep:
+            return
+        if only is not None and runner.turn_id != only:
+            return
+        runner.cancellation.cancel(reason)
+
     def notify(self) -> None:
         self._changed.set()
         self._changed = asyncio.Event()
@@ -147,12 +161,18 @@ class Runtime:
             await asyncio.sleep(self.recovery_interval)
 
     async def _heartbeat(self, lease: Lease) -> None:
+        """Keep the lease, and notice a cancellation asked for by another process."""
         while True:
             await asyncio.sleep(self.heartbeat_interval)
             try:
                 if not await self.store.renew_lease(lease, self.lease_ttl, self.clock()):
                     log.warning("lease on %s was taken over", lease.session)
                     return
+                runner = self._running.get(lease.session)
+                if runner is not None and not runner.cancellation.cancelled:
+                    record = await self.store.get_turn(lease.session, runner.turn_id)
+                    if record is not None and record.cancel_reason:
+                        runner.cancellation.cancel(record.cancel_reason)
             except Exception:
                 log.exception("lease heartbeat failed for %s", lease.session)
 
@@ -188,6 +208,15 @@ class Runtime:
                 turn = await self.store.next_turn(lease.session)
                 if turn is None:
                     return
+                if turn.kind == TurnKind.RESET:
+                    _, events = await self.store.apply_reset(
+                        lease, turn.turn_id, [], self.lease_ttl, self.clock()
+                    )
+                    for event in events:
+                        await self.hub.emit(event)
+                    transcript = []
+                    self.notify()
+                    continue
                 env = TurnEnv(
                     agent=agent,
                     store=self.store,
@@ -197,7 +226,12 @@ class Runtime:
                     ttl=self.lease_ttl,
                     clock=self.clock,
                 )
-                await TurnRunner(env, turn, transcript).run()
+                runner = TurnRunner(env, turn, transcript)
+                self._running[lease.session] = runner
+                try:
+                    await runner.run()
+                finally:
+                    self._running.pop(lease.session, None)
                 self.notify()
         finally:
             heartbeat.cancel()

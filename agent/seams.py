@@ -8,7 +8,7 @@ plain frozen dataclasses so an implementation needs nothing from the engine's in
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, TypeVar
 
@@ -37,6 +37,25 @@ class TurnStatus(StrEnum):
 UNFINISHED = (TurnStatus.QUEUED, TurnStatus.RUNNING)
 
 
+class TurnKind(StrEnum):
+    TURN = "turn"
+    RESET = "reset"
+    """A session reset queued on the turn chain, so it runs in order with the turns around it."""
+
+
+class ReceiptStatus(StrEnum):
+    PREPARED = "prepared"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    UNCERTAIN = "uncertain"
+
+
+class ConfirmationStatus(StrEnum):
+    PENDING = "pending"
+    ACCEPTED = "accepted"
+    DENIED = "denied"
+
+
 class SessionStatus(StrEnum):
     NEW = "new"
     IDLE = "idle"
@@ -53,6 +72,72 @@ class TurnRecord:
     input: TurnInput
     result: JsonValue = None
     cancel_reason: str | None = None
+    kind: TurnKind = TurnKind.TURN
+    fingerprint: str | None = None
+    """The agent fingerprint the turn started under (set with its opening commit)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConfirmationRecord:
+    """A write the model proposed and a person must confirm before it runs (not a park)."""
+
+    session: str
+    confirmation_id: str
+    turn_id: str
+    call_id: str
+    tool: str
+    arguments: dict[str, Any]
+    prompt: str
+    answerers: JsonValue = None
+    status: ConfirmationStatus = ConfirmationStatus.PENDING
+    by: str | None = None
+    follow_up_turn: str | None = None
+    created_at: float = 0.0
+    resolved_at: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReceiptRecord:
+    """What is known about one keyed external write; `key` is `<tool>:<key>`, per session."""
+
+    session: str
+    key: str
+    receipt_id: str
+    fingerprint: str
+    status: ReceiptStatus
+    turn_id: str
+    step_id: str
+    attempt: int = 1
+    value: JsonValue = None
+    error: str | None = None
+    created_at: float = 0.0
+    updated_at: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class FactRecord:
+    """A versioned fact a tool recorded, with the evidence of where it came from."""
+
+    session: str
+    key: str
+    version: int
+    value: JsonValue
+    turn_id: str
+    step_id: str
+    call_id: str
+    created_at: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class ArchivedGeneration:
+    """A generation retired by a reset: its rows, kept queryable."""
+
+    session: str
+    generation: int
+    messages: list[Message]
+    steps: dict[str, JsonValue]
+    events: list[TurnEvent]
+    facts: list[FactRecord]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,6 +174,9 @@ class StepCommit:
     session_status: SessionStatus | None = None
     set_pending: bool = False
     pending: JsonValue = None
+    confirmations: Sequence[ConfirmationRecord] = ()
+    facts: Sequence[FactRecord] = ()
+    turn_fingerprint: str | None = None
 
 
 class StoreHandle(Protocol):
@@ -104,13 +192,150 @@ class StoreHandle(Protocol):
 
 class SessionStore(Protocol):
     async def enqueue_turn(
-        self, session: str, turn_id: str, input: TurnInput
+        self,
+        session: str,
+        turn_id: str,
+        input: TurnInput,
+        *,
+        cancel_unfinished: str | None = None,
     ) -> tuple[TurnRecord, bool]:
         """Durably queue a turn, or return the existing one; the bool says it was created.
 
         Raises `SessionSuspendedError` if the session is parked on a different turn; the check and
-        the insert are one transaction.
+        the insert are one transaction. With `cancel_unfinished`, every queued or running turn of
+        the session is asked to cancel with that reason in the same transaction (replace); a
+        parked turn is never touched. Nothing is cancelled when the turn id already exists.
         """
+        ...
+
+    async def enqueue_reset(self, session: str, reset_id: str) -> TurnRecord:
+        """Queue a reset (kind `reset`) on the turn chain; idempotent by id.
+
+        Allowed while the session is parked (a stale park is how people get out of an approval
+        nobody will answer). In the same transaction every queued or running turn is asked to
+        cancel with reason `reset`.
+        """
+        ...
+
+    async def apply_reset(
+        self, lease: Lease, reset_id: str, events: Sequence[TurnEvent], ttl: float, now: float
+    ) -> tuple[int, list[TurnEvent]]:
+        """Fenced, one transaction: archive messages, steps, events and facts under the current
+        generation, clear them from the live tables, end a parked turn as cancelled (`reset`),
+        clear `pending`, status `new`, generation + 1, and complete the reset turn with result
+        `{"status": "completed", "archived_generation": g, "generation": g + 1}`. Returns the
+        archived generation number and `events` numbered (event seqs never restart)."""
+        ...
+
+    async def read_archive(self, session: str, generation: int) -> ArchivedGeneration:
+        """The rows a reset archived under `generation` (empty lists if there were none)."""
+        ...
+
+    async def request_cancel(self, session: str, turn_id: str, reason: str) -> TurnRecord | None:
+        """Durably ask a queued or running turn to stop; None if it is finished or parked.
+
+        The first reason stands; asking again changes nothing.
+        """
+        ...
+
+    async def resume_turn(
+        self,
+        session: str,
+        turn_id: str,
+        *,
+        expected_pending: JsonValue,
+        answer_step: str,
+        answer: JsonValue,
+    ) -> None:
+        """Apply an answer to a parked turn, atomically or not at all.
+
+        In one transaction: the session is `suspended` with `pending` equal to
+        `expected_pending`, and no reset is queued; store `answer` as step `answer_step` of the
+        turn, set the turn back to `queued` and the session to `running`, clear `pending`.
+        Otherwise raise `ResumeConflictError` and change nothing. Of two racing resumes of the same
+        request exactly one succeeds.
+        """
+        ...
+
+    async def get_confirmation(
+        self, session: str, confirmation_id: str
+    ) -> ConfirmationRecord | None:
+        """The confirmation, or None."""
+        ...
+
+    async def list_confirmations(
+        self, session: str, status: ConfirmationStatus | None = None
+    ) -> list[ConfirmationRecord]:
+        """Confirmations of the session, oldest first."""
+        ...
+
+    async def resolve_confirmation(
+        self,
+        session: str,
+        confirmation_id: str,
+        *,
+        accepted: bool,
+        by: str | None,
+        follow_up_turn: str,
+        follow_up: TurnInput,
+        events: Sequence[TurnEvent],
+        now: float,
+    ) -> tuple[TurnRecord, list[TurnEvent]]:
+        """Answer a pending confirmation and queue the turn that acts on the answer, atomically.
+
+        Raises `ResumeConflictError` if it is not pending (answered already, unknown) and
+        `SessionSuspendedError` if the session is parked; in both cases nothing changes.
+        `events` are appended to the session's log (numbered) in the same transaction.
+        """
+        ...
+
+    async def get_receipt(self, session: str, key: str) -> ReceiptRecord | None:
+        """The receipt for an effect key, or None."""
+        ...
+
+    async def prepare_receipt(
+        self, lease: Lease, receipt: ReceiptRecord, ttl: float, now: float
+    ) -> ReceiptRecord:
+        """Fenced: commit a `prepared` receipt before the effect runs.
+
+        Inserts it, or, when the key's receipt is `failed`, replaces it as a new attempt
+        (attempt + 1). Raises `StepConflictError` if the key has a receipt in any other state.
+        """
+        ...
+
+    async def settle_receipt(
+        self,
+        session: str,
+        key: str,
+        receipt_id: str,
+        status: ReceiptStatus,
+        *,
+        value: JsonValue = None,
+        error: str | None = None,
+        from_statuses: Sequence[ReceiptStatus] = (ReceiptStatus.PREPARED,),
+        now: float,
+    ) -> ReceiptRecord:
+        """Move the receipt from one of `from_statuses` to `status`; `StepConflictError` if it is
+        not in one of them. Not fenced: what happened at the provider is recorded even by a
+        worker that lost its lease."""
+        ...
+
+    async def list_receipts(
+        self, *, session: str | None = None, status: ReceiptStatus | None = None
+    ) -> list[ReceiptRecord]:
+        """Receipts across sessions (for operators), oldest first."""
+        ...
+
+    async def get_fact(self, session: str, key: str) -> FactRecord | None:
+        """The latest version of a fact, or None."""
+        ...
+
+    async def fact_history(self, session: str, key: str) -> list[FactRecord]:
+        """Every version of a fact, oldest first."""
+        ...
+
+    async def open_turns(self) -> list[TurnRecord]:
+        """Queued, running and suspended turns of every session (for `bot check`)."""
         ...
 
     async def get_turn(self, session: str, turn_id: str) -> TurnRecord | None:
@@ -211,11 +436,15 @@ class ModelSettings(_Frozen):
     thinking: bool = False
 
 
-class ModelRequest(_Frozen):
+@dataclass(frozen=True, kw_only=True)
+class ModelRequest:
+    """A plain dataclass, not pydantic: it wraps the whole transcript, and re-validating ten
+    thousand messages on every model step would make a step's cost grow with the transcript."""
+
     system: str
     messages: tuple[Message, ...]
     tools: tuple[ToolSpec, ...] = ()
-    settings: ModelSettings = ModelSettings()
+    settings: ModelSettings = field(default_factory=ModelSettings)
 
 
 class TextDelta(_Frozen):

@@ -3,20 +3,47 @@
 from __future__ import annotations
 
 import inspect
+import json
 import uuid
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from agent.agent_def import Agent
-from agent.errors import TurnInterruptedError
-from agent.events import TurnEvent
-from agent.messages import Message
-from agent.seams import TurnStatus
+from agent.errors import ResumeConflictError, TurnInterruptedError
+from agent.events import ConfirmationResolved, TurnEvent
+from agent.hitl import (
+    AuthorizeAnswer,
+    Grant,
+    ResumeRequest,
+    answer_step_id,
+    authorize,
+    issue_grant,
+    pending_request,
+    request_digest,
+    validate_answer,
+)
+from agent.messages import JsonValue, Message
+from agent.seams import ConfirmationRecord, ConfirmationStatus, SessionStatus, TurnStatus
 from agent.sinks import Observer, Unsubscribe
-from agent.turn_input import InboundEvent, TurnInput
+from agent.turn_input import ConfirmationAnswer, InboundEvent, Trigger, TurnInput
 from agent.turn_result import TurnResult
 
 if TYPE_CHECKING:
     from agent.runtime import Runtime
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResetResult:
+    previous_session: str
+    """`<key>#g<N>`: where the retired generation's rows can be found."""
+    generation: int
+
+
+def confirmation_digest(record: ConfirmationRecord) -> str:
+    return request_digest(
+        record.turn_id, record.confirmation_id, record.prompt, record.arguments, record.answerers
+    )
 
 
 class AgentSession:
@@ -25,18 +52,31 @@ class AgentSession:
         self.agent = agent
         self.key = key
 
+    @property
+    def _store(self) -> Any:
+        return self.runtime.store
+
+    # turns --------------------------------------------------------------------------------
+
     async def start(
-        self, input: str | TurnInput | InboundEvent, *, turn_id: str | None = None
+        self,
+        input: str | TurnInput | InboundEvent,
+        *,
+        turn_id: str | None = None,
+        replace: bool = False,
     ) -> str:
         """Queue the turn durably (committed before this returns) and hand it to a worker.
 
         Re-delivering a known turn id queues nothing new: a finished turn stays finished, an
-        unfinished one is picked up where its checkpoints left it.
+        unfinished one is picked up where its checkpoints left it. `replace=True` first cancels
+        every queued or running turn of the session (reason `replaced`), never a parked one.
         """
         tid = turn_id or uuid.uuid4().hex
-        record, _created = await self.runtime.store.enqueue_turn(
-            self.key, tid, TurnInput.of(input)
+        record, created = await self._store.enqueue_turn(
+            self.key, tid, TurnInput.of(input), cancel_unfinished="replaced" if replace else None
         )
+        if replace and created:
+            self.runtime.signal_cancel(self.key, "replaced", keep=tid)
         if not record.status.finished:
             self.runtime.kick(self.key)
         return tid
@@ -51,19 +91,155 @@ class AgentSession:
         input: str | TurnInput | InboundEvent,
         *,
         turn_id: str | None = None,
+        replace: bool = False,
     ) -> TurnResult:
-        """Start and await. A turn that already finished returns its stored result, replayed."""
+        """Start and await; non-interactive, so it rejects a turn that parks. A turn that
+        already finished returns its stored result with `replayed=True` and runs nothing."""
         if turn_id is not None:
-            existing = await self.runtime.store.get_turn(self.key, turn_id)
+            existing = await self._store.get_turn(self.key, turn_id)
             if existing is not None and existing.status.finished:
                 return TurnResult.from_record(existing, replayed=True)
-        tid = await self.start(input, turn_id=turn_id)
+        tid = await self.start(input, turn_id=turn_id, replace=replace)
         result = await self.result(tid)
         if result.status == TurnStatus.SUSPENDED:
             raise TurnInterruptedError(
                 f"turn {tid!r} parked waiting for input; use start()/result() to handle parking"
             )
         return result
+
+    async def cancel(self, turn_id: str, reason: str = "cancelled") -> bool:
+        """Durably ask the turn to stop at its next checkpoint; False if it is finished or
+        parked (a park is left for reset or an answer)."""
+        record = await self._store.request_cancel(self.key, turn_id, reason)
+        if record is None:
+            return False
+        self.runtime.signal_cancel(self.key, reason, only=turn_id)
+        self.runtime.kick(self.key)
+        return True
+
+    async def reset(self) -> ResetResult:
+        """Retire the session's history without changing its address, in order on the turn
+        chain: unfinished turns are cancelled (`reset`), then messages, steps, facts and events
+        are archived under the current generation and the live tables cleared."""
+        reset_id = f"reset:{uuid.uuid4().hex}"
+        await self._store.enqueue_reset(self.key, reset_id)
+        self.runtime.signal_cancel(self.key, "reset")
+        self.runtime.kick(self.key)
+        await self.runtime.wait_turn(self.key, reset_id)
+        record = await self._store.get_turn(self.key, reset_id)
+        data = record.result if record is not None and isinstance(record.result, dict) else {}
+        archived = int(data.get("archived_generation", 0))
+        return ResetResult(previous_session=f"{self.key}#g{archived}", generation=archived + 1)
+
+    # human in the loop --------------------------------------------------------------------
+
+    async def pending(self) -> dict[str, Any] | None:
+        """The request the session is parked on, or None."""
+        record = await self._store.get_session(self.key)
+        if record is None or record.status != SessionStatus.SUSPENDED or not record.pending:
+            return None
+        return pending_request(record.pending)
+
+    async def resume(
+        self,
+        turn_id: str,
+        input_id: str,
+        value: JsonValue,
+        *,
+        by: str | None = None,
+        principal: Mapping[str, Any] | None = None,
+        granted: Grant | None = None,
+        digest: str | None = None,
+    ) -> None:
+        """Answer the parked request and let the turn replay.
+
+        `by` must be an identity the host verified (a signed Slack click). Refusals change
+        nothing: `ResumeConflictError` (wrong turn or input, not parked, already answered, or the
+        request changed since `digest`), `ResumeAuthorizationError`, `ResumeValidationError`.
+        """
+        del principal  # the hook saw it when the grant was issued
+        session = await self._store.get_session(self.key)
+        if session is None or session.status != SessionStatus.SUSPENDED or not session.pending:
+            raise ResumeConflictError("the session is not parked (answered already, or reset)")
+        request = pending_request(session.pending)
+        if session.pending.get("turn_id") != turn_id:
+            raise ResumeConflictError("the session is parked on a different turn")
+        if request["id"] != input_id:
+            raise ResumeConflictError(f"the pending request is {request['id']!r}, not {input_id!r}")
+        if digest is not None and digest != request["digest"]:
+            raise ResumeConflictError("the pending request is no longer the one answered")
+        authorize(request.get("answerers"), by=by, granted=granted, digest=request["digest"])
+        validate_answer(value, request.get("schema"))
+        await self._store.resume_turn(
+            self.key,
+            turn_id,
+            expected_pending=session.pending,
+            answer_step=answer_step_id(turn_id, input_id),
+            answer=value,
+        )
+        self.runtime.kick(self.key)
+
+    async def confirm(
+        self,
+        confirmation_id: str,
+        accepted: bool,
+        *,
+        by: str | None = None,
+        principal: Mapping[str, Any] | None = None,
+        granted: Grant | None = None,
+    ) -> str:
+        """Answer a proposed write; returns the id of the turn that acts on the answer.
+
+        Accepted: that turn runs the stored call with exactly its stored arguments, then lets
+        the model report. Denied: the refusal is recorded and the model is told.
+        """
+        del principal
+        record = await self._store.get_confirmation(self.key, confirmation_id)
+        if record is None:
+            raise ResumeConflictError(f"no confirmation {confirmation_id!r} on this session")
+        if record.status != ConfirmationStatus.PENDING:
+            raise ResumeConflictError(f"confirmation {confirmation_id!r} was answered already")
+        authorize(record.answerers, by=by, granted=granted, digest=confirmation_digest(record))
+        verb = "approved" if accepted else "denied"
+        arguments = json.dumps(record.arguments, sort_keys=True)
+        text = f"{by or 'The operator'} {verb} the proposed call {record.tool}({arguments})."
+        if not accepted:
+            text += " It did not run and must not be retried without a new request."
+        follow_up = f"confirm:{confirmation_id}"
+        turn_input = TurnInput(
+            text=text,
+            trigger=Trigger(kind="confirmation", by=by or "unknown"),
+            confirmation=ConfirmationAnswer(
+                confirmation_id=confirmation_id,
+                accepted=accepted,
+                tool=record.tool,
+                call_id=record.call_id,
+                arguments=record.arguments,
+            ),
+        )
+        resolved = ConfirmationResolved(
+            session=self.key,
+            turn_id=follow_up,
+            confirmation_id=confirmation_id,
+            accepted=accepted,
+            by=by,
+        )
+        _, events = await self._store.resolve_confirmation(
+            self.key,
+            confirmation_id,
+            accepted=accepted,
+            by=by,
+            follow_up_turn=follow_up,
+            follow_up=turn_input,
+            events=[resolved],
+            now=self.runtime.clock(),
+        )
+        for event in events:
+            await self.runtime.hub.emit(event)
+        self.runtime.kick(self.key)
+        return follow_up
+
+    # reading ------------------------------------------------------------------------------
 
     async def observe(
         self, callback: Observer, *, turn_id: str | None = None, replay: bool = False
@@ -85,7 +261,7 @@ class AgentSession:
                 await _call(callback, event)
 
         unsubscribe = self.runtime.hub.subscribe(gate, session=self.key, turn_id=turn_id)
-        for event in await self.runtime.store.read_events(self.key):
+        for event in await self._store.read_events(self.key):
             if turn_id is None or event.turn_id == turn_id:
                 await _call(callback, event)
             delivered_upto = max(delivered_upto, event.seq)
@@ -96,10 +272,59 @@ class AgentSession:
         return unsubscribe
 
     async def events(self, after_seq: int = 0) -> list[TurnEvent]:
-        return await self.runtime.store.read_events(self.key, after_seq)
+        result: list[TurnEvent] = await self._store.read_events(self.key, after_seq)
+        return result
 
     async def transcript(self) -> list[Message]:
-        return await self.runtime.store.load_transcript(self.key)
+        result: list[Message] = await self._store.load_transcript(self.key)
+        return result
+
+
+async def grant_answer(
+    session: AgentSession,
+    request: ResumeRequest,
+    authorize_answer: AuthorizeAnswer | None = None,
+) -> Grant | None:
+    """The one async step before a policy resume: ask the agent's `authorize_answer` hook.
+
+    Its exceptions propagate (an HTTP surface answers 500 and applies nothing, so the same
+    answer can be retried). Returns None when the hook says no or no policy applies.
+    """
+    pending = await session.pending()
+    if (
+        pending is None
+        or pending["turn_id"] != request.turn_id
+        or pending["id"] != request.input_id
+    ):
+        raise ResumeConflictError("that request is not the one pending on this session")
+    return await issue_grant(
+        pending.get("answerers"),
+        by=request.by,
+        principal=request.principal,
+        digest=pending["digest"],
+        authorize_answer=authorize_answer or session.agent.authorize_answer,
+    )
+
+
+async def grant_confirmation(
+    session: AgentSession,
+    confirmation_id: str,
+    *,
+    by: str | None,
+    principal: Mapping[str, Any] | None = None,
+    authorize_answer: AuthorizeAnswer | None = None,
+) -> Grant | None:
+    """`grant_answer` for a proposed write."""
+    record = await session.runtime.store.get_confirmation(session.key, confirmation_id)
+    if record is None or record.status != ConfirmationStatus.PENDING:
+        raise ResumeConflictError(f"confirmation {confirmation_id!r} is not pending")
+    return await issue_grant(
+        record.answerers,
+        by=by,
+        principal=principal,
+        digest=confirmation_digest(record),
+        authorize_answer=authorize_answer or session.agent.authorize_answer,
+    )
 
 
 async def _call(callback: Observer, event: TurnEvent) -> None:

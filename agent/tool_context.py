@@ -5,11 +5,21 @@ tool never needs the engine itself.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+from agent.errors import ToolError
+from agent.hitl import (
+    Answerers,
+    answer_step_id,
+    check_answerers,
+    default_answerers,
+    request_digest,
+)
+from agent.messages import JsonValue
 from agent.seams import StoreHandle
-from agent.signals import CancellationSignal
+from agent.signals import CancellationSignal, ParkTurn
 from agent.turn_input import InboundEvent, Speaker
 
 
@@ -24,11 +34,56 @@ class ToolContext:
     inbound: InboundEvent | None
     cancellation: CancellationSignal
     local: bool
+    answers: Mapping[str, JsonValue] = field(default_factory=dict)
+    """The turn's memoized steps; answers to parked requests live here under `input:…`."""
 
     @property
     def cancelled(self) -> bool:
         """True once the turn was asked to stop; a long remote tool may check and return early."""
         return self.cancellation.cancelled
+
+    async def request_input(
+        self,
+        *,
+        id: str,
+        prompt: str,
+        schema: Mapping[str, Any] | None = None,
+        answerers: Answerers | None = None,
+    ) -> JsonValue:
+        """Ask a person and wait, for days if need be.
+
+        The first call finds no answer and parks the turn: nothing is held in memory. When the
+        answer arrives the turn replays and this tool runs again from the top, so this call
+        returns the answer; code before it runs twice, so put side effects after it. `id` keys the
+        answer within this turn only: a later turn asking with the same id parks again.
+        """
+        if self.local:
+            raise ToolError(
+                "request_input: only an async (remote) tool can park; a local (def) tool runs "
+                "inside the step's transaction, which cannot stay open while a person answers"
+            )
+        step = answer_step_id(self.turn_id, id)
+        if step in self.answers:
+            return self.answers[step]
+        chosen = (
+            answerers
+            if answerers is not None
+            else default_answerers(self.inbound, what="ask for input")
+        )
+        check_answerers(chosen)
+        schema_json = dict(schema) if schema is not None else None
+        raise ParkTurn(
+            {
+                "id": id,
+                "prompt": prompt,
+                "schema": schema_json,
+                "answerers": dict(chosen) if chosen is not None else None,
+                "turn_id": self.turn_id,
+                "call_id": self.call_id,
+                "tool": self.tool_name,
+                "digest": request_digest(self.turn_id, id, prompt, schema_json, chosen),
+            }
+        )
 
     def details(self) -> dict[str, Any]:
         return {"session": self.session, "turn_id": self.turn_id, "call_id": self.call_id}

@@ -39,6 +39,8 @@ class Tool:
     context_param: str | None
     effect: Effect = "read"
     confirmation: Confirmation = "none"
+    answerers: dict[str, Any] | None = None
+    """Who may confirm a `confirmation="required"` call; default: the attested speaker."""
     input_schema: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -86,9 +88,7 @@ def _schema_model(fn: Callable[..., Any], name: str) -> tuple[type[BaseModel], s
         hint = hints.get(param.name, Any)
         default = ... if param.default is inspect.Parameter.empty else param.default
         fields[param.name] = (hint, default)
-    model = create_model(
-        f"{name}_input", __config__=ConfigDict(extra="forbid"), **fields
-    )
+    model = create_model(f"{name}_input", __config__=ConfigDict(extra="forbid"), **fields)
     return model, ctx_name
 
 
@@ -112,6 +112,7 @@ def make_tool(
     description: str | None = None,
     effect: Effect = "read",
     confirmation: Confirmation = "none",
+    answerers: dict[str, Any] | None = None,
 ) -> Tool:
     tool_name = name or fn.__name__
     model, ctx_param = _schema_model(fn, tool_name)
@@ -125,6 +126,7 @@ def make_tool(
         context_param=ctx_param,
         effect=effect,
         confirmation=confirmation,
+        answerers=answerers,
         input_schema=_clean_schema(model.model_json_schema()),
     )
 
@@ -140,6 +142,7 @@ def tool(
     description: str | None = None,
     effect: Effect = "read",
     confirmation: Confirmation = "none",
+    answerers: dict[str, Any] | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -151,12 +154,18 @@ def tool(
     description: str | None = None,
     effect: Effect = "read",
     confirmation: Confirmation = "none",
+    answerers: dict[str, Any] | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Declare a tool. `def` → local (exactly-once through the store), `async def` → remote."""
 
     def wrap(f: Callable[..., Any]) -> Tool:
         return make_tool(
-            f, name=name, description=description, effect=effect, confirmation=confirmation
+            f,
+            name=name,
+            description=description,
+            effect=effect,
+            confirmation=confirmation,
+            answerers=answerers,
         )
 
     return wrap(fn) if fn is not None else wrap

@@ -36,10 +36,21 @@ class Trigger(_Frozen):
     by: str
 
 
+class ConfirmationAnswer(_Frozen):
+    """Carried by the turn that acts on a person's answer to a proposed write."""
+
+    confirmation_id: str
+    accepted: bool
+    tool: str
+    call_id: str
+    arguments: dict[str, Any]
+
+
 class TurnInput(_Frozen):
     text: str
     inbound: InboundEvent | None = None
     trigger: Trigger | None = None
+    confirmation: ConfirmationAnswer | None = None
 
     @property
     def source(self) -> str | None:

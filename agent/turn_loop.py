@@ -1,31 +1,27 @@
 """One turn, driven step by step off the transcript.
 
 Each step commits atomically with its message and events; the loop's position is re-derived from
-the transcript every time round, so the same code path serves a fresh turn, a replay after a crash
-and a turn resumed on another worker. Nothing here persists a live token.
+the transcript every time round, so the same code path serves a fresh turn, a replay after a crash,
+a turn resumed after a person answered, and a turn picked up by another worker. Nothing here
+persists a live token. Cancellation is checked only at checkpoint boundaries.
 """
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from contextlib import aclosing
+from dataclasses import dataclass, replace
 from typing import Any
 
 from agent.agent_def import Agent
-from agent.errors import (
-    AbnormalStopError,
-    FatalToolError,
-    ModelError,
-    ToolError,
-    UnknownToolError,
-)
+from agent.errors import AbnormalStopError, ModelError
 from agent.events import (
-    ActionCompleted,
     ActionRequested,
+    InputRequested,
     MessageCompleted,
     MessageDelta,
+    TurnCancelled,
     TurnCompleted,
     TurnEvent,
     TurnFailed,
@@ -40,6 +36,7 @@ from agent.messages import (
     Usage,
     UserMessage,
 )
+from agent.policy import TurnPolicy
 from agent.seams import (
     EventSink,
     Lease,
@@ -48,30 +45,19 @@ from agent.seams import (
     SessionStatus,
     SessionStore,
     StepCommit,
-    StoreHandle,
     StreamRestart,
     TextDelta,
     TurnRecord,
     TurnStatus,
 )
-from agent.signals import CancellationSignal
-from agent.tool_context import ToolContext
-from agent.tools import Tool, describe_error, to_json_value
+from agent.signals import CancellationSignal, CancelTurn, ParkTurn
+from agent.tool_steps import ToolStepRunner, TurnFailure
+from agent.tools import describe_error
 from agent.turn_result import TurnResult
 
 log = logging.getLogger(__name__)
 
 NORMAL_STOPS = frozenset({"end_turn", "tool_use", "stop_sequence"})
-
-
-class _NoHandle:
-    """A remote tool runs outside the step's transaction, so it gets no handle to write through."""
-
-    def unwrap(self) -> Any:
-        raise ToolError(
-            "only a local (def) tool can use the store handle: an async tool runs outside the "
-            "step's transaction"
-        )
 
 
 @dataclass(kw_only=True)
@@ -95,24 +81,46 @@ class TurnRunner:
         self.turn_id = turn.turn_id
         self.transcript = transcript
         self.cancellation = CancellationSignal()
+        if turn.cancel_reason:
+            self.cancellation.cancel(turn.cancel_reason)
+        self.steps: dict[str, Any] = {}
+        self.policy = env.agent.policy_for(turn.input.source)
 
     async def run(self) -> TurnResult:
-        """Run (or replay) the turn until it ends; raises only store trouble and lost leases."""
+        """Run (or replay) the turn until it ends or parks; raises only store trouble."""
+        self.steps = await self.env.store.load_steps(self.session, self.turn_id)
+        saved = self._saved_policy()
+        if saved is not None:
+            self.policy = saved
+        tools = ToolStepRunner(self)
         try:
+            self.checkpoint()
             if not self._has_opening():
                 await self._commit_opening()
+            await tools.plan_confirmed_call()
             while True:
                 position = self._position()
                 if position is None:
+                    self.checkpoint()
                     finished = await self._model_step()
                     if finished is not None:
                         return finished
                     continue
                 anchor, outstanding = position
                 for call in outstanding:
-                    await self._tool_step(anchor, call)
-        except _TurnFailed as failed:
+                    self.checkpoint()
+                    await tools.run(anchor, call)
+        except CancelTurn as cancel:
+            return await self._cancel(cancel.reason)
+        except ParkTurn as park:
+            return await self._park(park.request)
+        except TurnFailure as failed:
             return await self._fail(failed.message)
+
+    def checkpoint(self) -> None:
+        """A boundary where a requested cancellation takes effect."""
+        if self.cancellation.cancelled:
+            raise CancelTurn(self.cancellation.reason or "cancelled")
 
     # position -----------------------------------------------------------------------------
 
@@ -124,6 +132,14 @@ class TurnRunner:
                 return True
         return False
 
+    def turn_messages(self) -> list[Message]:
+        tail: list[Message] = []
+        for message in reversed(self.transcript):
+            if message.turn_id != self.turn_id:
+                break
+            tail.append(message)
+        return tail[::-1]
+
     def _position(self) -> tuple[int, list[ToolCall]] | None:
         """None → the model is owed a step; else the assistant index and its unanswered calls."""
         answered: set[str] = set()
@@ -132,35 +148,48 @@ class TurnRunner:
             if isinstance(message, ToolMessage):
                 answered.add(message.call_id)
                 continue
-            if isinstance(message, AssistantMessage):
+            if isinstance(message, AssistantMessage) and message.turn_id == self.turn_id:
                 outstanding = [c for c in message.tool_calls if c.id not in answered]
                 return (index, outstanding) if outstanding else None
             return None
         return None
 
+    def _saved_policy(self) -> TurnPolicy | None:
+        for step_id, value in self.steps.items():
+            if step_id.startswith("park:") and isinstance(value, dict) and value.get("policy"):
+                return TurnPolicy.from_json(value["policy"])
+        return None
+
+    def parked_call_ids(self) -> set[str]:
+        return {
+            str(value.get("call_id"))
+            for step_id, value in self.steps.items()
+            if step_id.startswith("park:") and isinstance(value, dict)
+        }
+
     def _turn_usage(self, extra: Usage) -> Usage:
         total = extra
-        for message in reversed(self.transcript):
-            if message.turn_id != self.turn_id:
-                break
+        for message in self.turn_messages():
             if isinstance(message, AssistantMessage):
                 total = total + message.usage
         return total
 
     # commits ------------------------------------------------------------------------------
 
-    async def _commit(self, commit: StepCommit) -> None:
+    async def commit(self, commit: StepCommit) -> None:
         env = self.env
         events = await env.store.commit(env.lease, commit, env.ttl, env.clock())
-        self._applied(commit)
-        await self._publish(events)
+        self.applied(commit)
+        await self.publish(events)
 
-    def _applied(self, commit: StepCommit) -> None:
+    def applied(self, commit: StepCommit) -> None:
         for index, message in commit.messages:
             assert index == len(self.transcript), "transcript out of step with the store"
             self.transcript.append(message)
+        if commit.step_id is not None:
+            self.steps[commit.step_id] = commit.step_value
 
-    async def _publish(self, events: Sequence[TurnEvent]) -> None:
+    async def publish(self, events: Sequence[TurnEvent]) -> None:
         for event in events:
             await self.env.sink.emit(event)
 
@@ -177,25 +206,83 @@ class TurnRunner:
         started = TurnStarted(
             session=self.session, turn_id=self.turn_id, text=data.text, source=data.source
         )
-        await self._commit(
+        await self.commit(
             StepCommit(
                 turn_id=self.turn_id,
                 messages=[(len(self.transcript), opening)],
                 events=[started],
                 turn_status=TurnStatus.RUNNING,
                 session_status=SessionStatus.RUNNING,
+                turn_fingerprint=self.env.agent.fingerprint,
             )
         )
 
-    async def _fail(self, message: str) -> TurnResult:
-        result = TurnResult(turn_id=self.turn_id, status=TurnStatus.FAILED, error=message)
-        await self._commit(
+    async def _end(self, result: TurnResult, event: TurnEvent, **extra: Any) -> TurnResult:
+        await self.commit(
             StepCommit(
                 turn_id=self.turn_id,
-                events=[TurnFailed(session=self.session, turn_id=self.turn_id, error=message)],
-                turn_status=TurnStatus.FAILED,
+                events=[event],
+                turn_status=result.status,
                 turn_result=result.to_json(),
                 session_status=SessionStatus.IDLE,
+                **extra,
+            )
+        )
+        return result
+
+    async def _fail(self, message: str) -> TurnResult:
+        result = TurnResult(turn_id=self.turn_id, status=TurnStatus.FAILED, error=message)
+        event = TurnFailed(session=self.session, turn_id=self.turn_id, error=message)
+        return await self._end(result, event)
+
+    async def _cancel(self, reason: str) -> TurnResult:
+        """Calls of the batch that never ran get `{"cancelled": true}`, so the transcript stays
+        valid for the next model call; what committed stays committed."""
+        messages: list[tuple[int, Message]] = []
+        position = self._position() if self._has_opening() else None
+        if position is not None:
+            for call in position[1]:
+                messages.append(
+                    (
+                        len(self.transcript) + len(messages),
+                        ToolMessage(
+                            turn_id=self.turn_id,
+                            call_id=call.id,
+                            name=call.name,
+                            result={"cancelled": True},
+                        ),
+                    )
+                )
+        result = TurnResult(turn_id=self.turn_id, status=TurnStatus.CANCELLED, reason=reason)
+        event = TurnCancelled(session=self.session, turn_id=self.turn_id, reason=reason)
+        return await self._end(result, event, messages=messages)
+
+    async def _park(self, request: dict[str, Any]) -> TurnResult:
+        """One suspended checkpoint: the request, the call, the opening, the policy and the
+        inbound event (its raw payload left out); nothing stays in memory."""
+        inbound = self.turn.input.inbound
+        checkpoint = {
+            "turn_id": self.turn_id,
+            "request": request,
+            "call_id": request["call_id"],
+            "opening_text": self.turn.input.text,
+            "policy": self.policy.to_json(),
+            "inbound": inbound.model_dump(mode="json") if inbound else None,
+        }
+        result = TurnResult(turn_id=self.turn_id, status=TurnStatus.SUSPENDED, request=request)
+        await self.commit(
+            StepCommit(
+                turn_id=self.turn_id,
+                step_id=f"park:{self.turn_id}:{request['id']}",
+                step_value=checkpoint,
+                events=[
+                    InputRequested(session=self.session, turn_id=self.turn_id, request=request)
+                ],
+                turn_status=TurnStatus.SUSPENDED,
+                turn_result=result.to_json(),
+                session_status=SessionStatus.SUSPENDED,
+                set_pending=True,
+                pending=checkpoint,
             )
         )
         return result
@@ -204,36 +291,47 @@ class TurnRunner:
 
     def _request(self) -> ModelRequest:
         agent = self.env.agent
+        specs = []
+        for name in self.policy.tools:
+            found = agent.tool_named(name)
+            if found is not None:
+                specs.append(found.spec)
         return ModelRequest(
-            system=agent.instructions,
+            system=self.policy.system,
             messages=tuple(self.transcript),
-            tools=tuple(t.spec for t in agent.tools),
+            tools=tuple(specs),
             settings=agent.model,
         )
 
     async def _stream_reply(self) -> ModelReply:
         reply: ModelReply | None = None
         try:
-            async for event in self.env.model.stream(self._request()):
-                if isinstance(event, TextDelta):
-                    await self.env.sink.emit(
-                        MessageDelta(session=self.session, turn_id=self.turn_id, text=event.text)
-                    )
-                elif isinstance(event, StreamRestart):
-                    await self.env.sink.emit(
-                        MessageDelta(
-                            session=self.session, turn_id=self.turn_id, text="", restart=True
+            async with aclosing(self.env.model.stream(self._request())) as stream:
+                async for event in stream:
+                    if isinstance(event, TextDelta):
+                        await self.env.sink.emit(
+                            MessageDelta(
+                                session=self.session, turn_id=self.turn_id, text=event.text
+                            )
                         )
-                    )
-                else:
-                    reply = event
+                        self.checkpoint()
+                    elif isinstance(event, StreamRestart):
+                        await self.env.sink.emit(
+                            MessageDelta(
+                                session=self.session, turn_id=self.turn_id, text="", restart=True
+                            )
+                        )
+                    else:
+                        reply = event
         except ModelError as exc:
-            raise _TurnFailed(describe_error(exc)) from None
+            raise TurnFailure(describe_error(exc)) from None
+        except CancelTurn:
+            raise
         except Exception as exc:
             log.exception("model adapter raised an unmapped error")
-            raise _TurnFailed(describe_error(ModelError(str(exc) or type(exc).__name__))) from None
+            raise TurnFailure(describe_error(ModelError(str(exc) or type(exc).__name__))) from None
         if reply is None:
-            raise _TurnFailed("ModelError: the model stream ended without a reply")
+            raise TurnFailure("ModelError: the model stream ended without a reply")
         return reply
 
     async def _model_step(self) -> TurnResult | None:
@@ -250,7 +348,7 @@ class TurnRunner:
             error = AbnormalStopError(
                 f"the model stopped with {reply.stop_reason!r} and an empty reply"
             )
-            raise _TurnFailed(describe_error(error))
+            raise TurnFailure(describe_error(error))
         events: list[TurnEvent] = [
             MessageCompleted(
                 session=self.session, turn_id=self.turn_id, index=index, text=message.text
@@ -268,152 +366,22 @@ class TurnRunner:
             events=events,
         )
         if message.tool_calls:
-            await self._commit(step)
+            await self.commit(step)
             return None
         usage = self._turn_usage(reply.usage)
         result = TurnResult(
             turn_id=self.turn_id, status=TurnStatus.COMPLETED, text=message.text, usage=usage
         )
-        events.append(
-            TurnCompleted(
-                session=self.session, turn_id=self.turn_id, text=message.text, usage=usage
-            )
+        completed = TurnCompleted(
+            session=self.session, turn_id=self.turn_id, text=message.text, usage=usage
         )
-        await self._commit(
-            StepCommit(
-                turn_id=step.turn_id,
-                step_id=step.step_id,
-                step_value=step.step_value,
-                messages=step.messages,
-                events=events,
+        await self.commit(
+            replace(
+                step,
+                events=[*events, completed],
                 turn_status=TurnStatus.COMPLETED,
                 turn_result=result.to_json(),
                 session_status=SessionStatus.IDLE,
             )
         )
         return result
-
-    # tool step ----------------------------------------------------------------------------
-
-    def _context(self, call: ToolCall, tool: Tool, handle: StoreHandle) -> ToolContext:
-        inbound = self.turn.input.inbound
-        return ToolContext(
-            store=handle,
-            session=self.session,
-            turn_id=self.turn_id,
-            call_id=call.id,
-            tool_name=tool.name,
-            user=inbound.user if inbound else None,
-            inbound=inbound,
-            cancellation=self.cancellation,
-            local=tool.local,
-        )
-
-    def _tool_commit(
-        self, anchor: int, call: ToolCall, value: Any, error: str | None
-    ) -> StepCommit:
-        result = {"error": error} if error is not None else value
-        message = ToolMessage(
-            turn_id=self.turn_id,
-            call_id=call.id,
-            name=call.name,
-            result=result,
-            is_error=error is not None,
-        )
-        event = ActionCompleted(
-            session=self.session,
-            turn_id=self.turn_id,
-            call_id=call.id,
-            name=call.name,
-            result=None if error is not None else value,
-            error=error,
-        )
-        return StepCommit(
-            turn_id=self.turn_id,
-            step_id=f"tool:{anchor}:{call.id}",
-            step_value=result,
-            messages=[(len(self.transcript), message)],
-            events=[event],
-        )
-
-    async def _tool_step(self, anchor: int, call: ToolCall) -> None:
-        tool = self.env.agent.tool_named(call.name)
-        if tool is None:
-            error = describe_error(UnknownToolError(f"no tool named {call.name!r}"))
-            await self._commit(self._tool_commit(anchor, call, None, error))
-            return
-        try:
-            arguments = tool.parse_input(call.input)
-        except Exception as exc:
-            await self._commit(self._tool_commit(anchor, call, None, describe_error(exc)))
-            return
-        if tool.local:
-            await self._local_tool(anchor, call, tool, arguments)
-        else:
-            await self._remote_tool(anchor, call, tool, arguments)
-
-    async def _local_tool(
-        self, anchor: int, call: ToolCall, tool: Tool, arguments: dict[str, Any]
-    ) -> None:
-        def run(handle: StoreHandle) -> Any:
-            try:
-                outcome = tool.call(arguments, self._context(call, tool, handle))
-                if inspect.isawaitable(outcome):
-                    if inspect.iscoroutine(outcome):
-                        outcome.close()
-                    raise TypeError(
-                        f"tool {tool.name!r} is declared with `def` but returned an awaitable; "
-                        "declare it `async def` so the engine awaits it"
-                    )
-                return to_json_value(outcome)
-            except FatalToolError:
-                raise
-            except Exception as exc:
-                raise _ToolRaised(exc) from exc
-
-        env = self.env
-
-        def build(value: Any) -> StepCommit:
-            return self._tool_commit(anchor, call, value, None)
-
-        try:
-            value, events = await env.store.commit_local(
-                env.lease, run, build, env.ttl, env.clock()
-            )
-        except FatalToolError as exc:
-            raise _TurnFailed(describe_error(exc)) from None
-        except _ToolRaised as raised:
-            # its writes were rolled back with the transaction; the model reads the error
-            error = describe_error(raised.original)
-            await self._commit(self._tool_commit(anchor, call, None, error))
-            return
-        self._applied(build(value))
-        await self._publish(events)
-
-    async def _remote_tool(
-        self, anchor: int, call: ToolCall, tool: Tool, arguments: dict[str, Any]
-    ) -> None:
-        try:
-            value = to_json_value(
-                await tool.call(arguments, self._context(call, tool, _NoHandle()))
-            )
-        except FatalToolError as exc:
-            raise _TurnFailed(describe_error(exc)) from None
-        except Exception as exc:
-            await self._commit(self._tool_commit(anchor, call, None, describe_error(exc)))
-            return
-        await self._commit(self._tool_commit(anchor, call, value, None))
-
-
-class _TurnFailed(Exception):
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-
-class _ToolRaised(Exception):
-    """Carries a local tool's own exception through the store, apart from the store's failures."""
-
-    def __init__(self, original: Exception) -> None:
-        super().__init__(str(original))
-        self.original = original

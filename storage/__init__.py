@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-from agent.seams import SessionStore
 from storage.memory_store import MemoryStore
 from storage.migrate import current_revision, upgrade_database
 from storage.sql_store import SqlStore
@@ -19,7 +18,7 @@ __all__ = [
 ]
 
 
-async def open_store(url: str | None) -> SessionStore:
+async def open_store(url: str | None) -> MemoryStore | SqlStore:
     """The store a URL names: None or "memory" for `MemoryStore`, else a migrated SQL database.
 
     A SQL database must already be at this code's schema revision (`bot db upgrade`); opening

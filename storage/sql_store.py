@@ -7,22 +7,20 @@ the lease owner and epoch, which also extends the lease and reserves the event s
 no row the lease is gone, and nothing else is written.
 
 A commit never reads or rewrites the transcript: messages arrive with their indexes and are
-appended, so a step costs the same at message 10 or 10,000.
+appended, so a step costs the same at message 10 or 10,000 (see `storage.sql_commit`).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
-from sqlalchemy import Row, Table, exists, insert, or_, select, update
-from sqlalchemy.engine import Connection
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import Row, exists, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from agent.errors import FatalToolError, LeaseLostError, SessionSuspendedError, StepConflictError
+from agent.errors import SessionSuspendedError, StepConflictError
 from agent.events import TurnEvent, event_from_json
 from agent.messages import JsonValue, Message, message_from_json
 from agent.seams import (
@@ -38,7 +36,6 @@ from agent.seams import (
 from agent.turn_input import TurnInput
 from storage.migrate import verify_schema
 from storage.records import (
-    EncodedCommit,
     encode_commit,
     load_json,
     numbered,
@@ -47,6 +44,7 @@ from storage.records import (
     suspended_message,
     turn_record,
 )
+from storage.sql_commit import fence, held, run_local, write_rows
 from storage.sql_dialects import WRITE_OPTION, SqlDialect, dialect_for
 from storage.sql_schema import events, messages, sessions, steps, turns
 
@@ -247,12 +245,12 @@ class SqlStore:
         return None if epoch is None else Lease(session=session, owner=owner, epoch=int(epoch))
 
     async def renew_lease(self, lease: Lease, ttl: float, now: float) -> bool:
-        stmt = update(sessions).where(*_held(lease)).values(lease_expires_at=now + ttl)
+        stmt = update(sessions).where(*held(lease)).values(lease_expires_at=now + ttl)
         async with self._write() as conn:
             return (await conn.execute(stmt)).rowcount == 1
 
     async def release_lease(self, lease: Lease) -> None:
-        stmt = update(sessions).where(*_held(lease)).values(lease_owner=None, lease_expires_at=0)
+        stmt = update(sessions).where(*held(lease)).values(lease_owner=None, lease_expires_at=0)
         async with self._write() as conn:
             await conn.execute(stmt)
 
@@ -263,8 +261,8 @@ class SqlStore:
     ) -> list[TurnEvent]:
         encoded = encode_commit(lease.session, commit)
         async with self._write() as conn:
-            last_seq = await _fence(conn, lease, ttl, now, commit, encoded)
-            await _write_rows(conn, lease.session, commit, encoded, last_seq)
+            last_seq = await fence(conn, lease, ttl, now, commit, encoded)
+            await write_rows(conn, lease.session, commit, encoded, last_seq)
         return numbered(commit.events, last_seq)
 
     async def commit_local(
@@ -277,138 +275,14 @@ class SqlStore:
     ) -> tuple[R, list[TurnEvent]]:
         async with self._write() as conn:
             # The fence comes first so a zombie worker's tool never writes at all.
-            last_seq = await _fence(conn, lease, ttl, now)
-            result = await conn.run_sync(_run_local, run)
+            last_seq = await fence(conn, lease, ttl, now)
+            result = await conn.run_sync(run_local, run)
             commit = build(result)
             encoded = encode_commit(lease.session, commit)
             if commit.events or commit.session_status is not None or commit.set_pending:
-                last_seq = await _fence(conn, lease, ttl, now, commit, encoded)
-            await _write_rows(conn, lease.session, commit, encoded, last_seq)
+                last_seq = await fence(conn, lease, ttl, now, commit, encoded)
+            await write_rows(conn, lease.session, commit, encoded, last_seq)
         return result, numbered(commit.events, last_seq)
-
-
-class _ConnectionHandle:
-    """`ctx.store` for a local tool: the step's own connection, valid only while the tool runs."""
-
-    def __init__(self, connection: Connection) -> None:
-        self._connection: Connection | None = connection
-
-    def unwrap(self) -> Connection:
-        if self._connection is None:
-            raise FatalToolError("the store handle was used after its step's transaction ended")
-        return self._connection
-
-    def close(self) -> None:
-        self._connection = None
-
-
-def _run_local(connection: Connection, run: Callable[[StoreHandle], R]) -> R:
-    transaction = connection.get_transaction()
-    handle = _ConnectionHandle(connection)
-    try:
-        result = run(handle)
-    finally:
-        handle.close()
-    if connection.get_transaction() is not transaction or not connection.in_transaction():
-        raise FatalToolError(
-            "a local tool committed or rolled back the step's transaction; it must leave that "
-            "to the step (use connection.begin_nested() for a savepoint)"
-        )
-    return result
-
-
-def _held(lease: Lease) -> tuple[Any, ...]:
-    return (
-        sessions.c.key == lease.session,
-        sessions.c.lease_owner == lease.owner,
-        sessions.c.lease_epoch == lease.epoch,
-    )
-
-
-async def _fence(
-    conn: AsyncConnection,
-    lease: Lease,
-    ttl: float,
-    now: float,
-    commit: StepCommit | None = None,
-    encoded: EncodedCommit | None = None,
-) -> int:
-    """Check the lease and reserve the event seqs in one UPDATE; returns the last seq reserved."""
-    values: dict[str, Any] = {"lease_expires_at": now + ttl, "updated_at": now}
-    if commit is not None and encoded is not None:
-        if commit.events:
-            values["event_seq"] = sessions.c.event_seq + len(commit.events)
-        if commit.session_status is not None:
-            values["status"] = SessionStatus(commit.session_status).value
-        if commit.set_pending:
-            values["pending"] = encoded.pending
-    stmt = update(sessions).where(*_held(lease)).values(values).returning(sessions.c.event_seq)
-    last_seq = (await conn.execute(stmt)).scalar_one_or_none()
-    if last_seq is None:
-        raise LeaseLostError(
-            f"lease on session {lease.session!r} (owner {lease.owner!r}, epoch {lease.epoch}) "
-            "is no longer held"
-        )
-    return int(last_seq)
-
-
-async def _write_rows(
-    conn: AsyncConnection, session: str, commit: StepCommit, encoded: EncodedCommit, last_seq: int
-) -> None:
-    try:
-        if commit.step_id is not None:
-            await conn.execute(
-                insert(steps).values(
-                    session_key=session,
-                    turn_id=commit.turn_id,
-                    step_id=commit.step_id,
-                    value=encoded.step_value,
-                )
-            )
-        message_rows = [
-            {"session_key": session, "idx": m.idx, "turn_id": m.turn_id, "role": m.role,
-             "body": m.body}
-            for m in encoded.messages
-        ]
-        await _insert_many(conn, messages, message_rows)
-        first_seq = last_seq - len(encoded.events) + 1
-        event_rows = [
-            {"session_key": session, "seq": first_seq + i, "turn_id": e.turn_id, "type": e.type,
-             "body": e.body}
-            for i, e in enumerate(encoded.events)
-        ]
-        await _insert_many(conn, events, event_rows)
-    except IntegrityError as err:
-        raise StepConflictError(
-            f"session {session!r} already has step {commit.step_id!r} or one of message indexes "
-            f"{[m.idx for m in encoded.messages]}"
-        ) from err
-    turn_values: dict[str, Any] = {}
-    if commit.turn_status is not None:
-        turn_values["status"] = TurnStatus(commit.turn_status).value
-    if encoded.turn_result is not None:
-        turn_values["result"] = encoded.turn_result
-    if encoded.cancel_reason is not None:
-        turn_values["cancel_reason"] = encoded.cancel_reason
-    if turn_values:
-        await conn.execute(
-            update(turns)
-            .where(turns.c.session_key == session, turns.c.turn_id == commit.turn_id)
-            .values(turn_values)
-        )
-
-
-async def _insert_many(
-    conn: AsyncConnection, table: Table, rows: Sequence[Mapping[str, Any]]
-) -> None:
-    """One driver call per table: a cached single-row INSERT run as an executemany.
-
-    A literal multi-row VALUES would be recompiled on every commit (its SQL depends on the row
-    count, so SQLAlchemy cannot cache it), which costs more than the round trip it saves; the
-    driver's executemany reuses one prepared statement instead (psycopg pipelines it).
-    """
-    if rows:
-        await conn.execute(insert(table), list(rows))
 
 
 async def _select_turn(conn: AsyncConnection, session: str, turn_id: str) -> TurnRecord | None:

@@ -62,14 +62,15 @@ def _connect_server() -> psycopg.Connection[Any]:
     try:
         return psycopg.connect(conninfo, autocommit=True, connect_timeout=5)
     except psycopg.OperationalError as err:
-        message = (
-            f"PostgreSQL is not reachable at {conninfo} ({err}).\n"
-            "Start it, point BOT_TEST_POSTGRES_URL at a server, or set BOT_TEST_SKIP_POSTGRES=1 "
-            "to skip the PostgreSQL tests."
-        )
-        if os.environ.get("BOT_TEST_SKIP_POSTGRES") == "1":
-            pytest.skip(message)
-        pytest.fail(message, pytrace=False)
+        reason = str(err).strip()
+    message = (
+        f"PostgreSQL is not reachable at {conninfo}: {reason}\n"
+        "Start it, point BOT_TEST_POSTGRES_URL at a server, or set BOT_TEST_SKIP_POSTGRES=1 to "
+        "skip the PostgreSQL tests."
+    )
+    if os.environ.get("BOT_TEST_SKIP_POSTGRES") == "1":
+        pytest.skip(message)
+    pytest.fail(message, pytrace=False)
 
 
 @pytest.fixture(scope="session")
@@ -96,8 +97,10 @@ def postgres_database() -> Iterator[str]:
 @pytest.fixture
 def postgres_url(postgres_database: str) -> str:
     """The run's PostgreSQL database, its tables emptied before this test."""
-    conninfo = make_url(postgres_database).set(drivername="postgresql").render_as_string(
-        hide_password=False
+    conninfo = (
+        make_url(postgres_database)
+        .set(drivername="postgresql")
+        .render_as_string(hide_password=False)
     )
     tables = sql.SQL(", ").join(sql.Identifier(table.name) for table in STORE_TABLES)
     with psycopg.connect(conninfo, autocommit=True) as conn:

@@ -7,6 +7,7 @@ tool's store handle), the test asserts each backend's documented behaviour rathe
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -299,8 +300,10 @@ async def test_duplicate_step_or_message_conflicts_and_commits_nothing(
     assert turn is not None
     assert turn.status is TurnStatus.RUNNING
     nxt = await store.commit(
-        lease, StepCommit(turn_id="t1", events=[TurnStarted(session=S, turn_id="t1", text="")]),
-        TTL, NOW,
+        lease,
+        StepCommit(turn_id="t1", events=[TurnStarted(session=S, turn_id="t1", text="")]),
+        TTL,
+        NOW,
     )
     assert [e.seq for e in nxt] == [2]
 
@@ -386,10 +389,17 @@ async def test_recoverable_sessions_have_unfinished_turns_and_no_live_lease(
 # -- local tools ----------------------------------------------------------------------------
 
 
-async def _scratch_table(store: SqlStore) -> None:
+@pytest.fixture
+async def tool_notes(store: SessionStore) -> AsyncIterator[None]:
+    """A user's own table for local tools to write to (SQL stores only); dropped afterwards."""
+    if not isinstance(store, SqlStore):
+        yield
+        return
     async with store.engine.begin() as conn:
-        await conn.execute(text("CREATE TABLE IF NOT EXISTS tool_notes (note TEXT NOT NULL)"))
-        await conn.execute(text("DELETE FROM tool_notes"))
+        await conn.execute(text("CREATE TABLE tool_notes (note TEXT NOT NULL)"))
+    yield
+    async with store.engine.begin() as conn:
+        await conn.execute(text("DROP TABLE tool_notes"))
 
 
 async def _notes(store: SqlStore) -> list[str]:
@@ -411,6 +421,7 @@ class ToolBroke(Exception):
     pass
 
 
+@pytest.mark.usefixtures("tool_notes")
 async def test_local_tool_commits_with_its_step(store: SessionStore) -> None:
     lease = await _queued_with_lease(store)
 
@@ -424,8 +435,6 @@ async def test_local_tool_commits_with_its_step(store: SessionStore) -> None:
                 handle.unwrap()
         return "written"
 
-    if isinstance(store, SqlStore):
-        await _scratch_table(store)
     result, committed = await store.commit_local(lease, run, _tool_step, TTL, NOW)
 
     assert result == "written"
@@ -436,6 +445,7 @@ async def test_local_tool_commits_with_its_step(store: SessionStore) -> None:
         assert await _notes(store) == ["written"]
 
 
+@pytest.mark.usefixtures("tool_notes")
 async def test_local_tool_that_raises_leaves_nothing_behind(store: SessionStore) -> None:
     lease = await _queued_with_lease(store)
     boom = ToolBroke("disk on fire")
@@ -445,8 +455,6 @@ async def test_local_tool_that_raises_leaves_nothing_behind(store: SessionStore)
             handle.unwrap().execute(text("INSERT INTO tool_notes (note) VALUES ('ghost')"))
         raise boom
 
-    if isinstance(store, SqlStore):
-        await _scratch_table(store)
     with pytest.raises(ToolBroke) as raised:
         await store.commit_local(lease, run, _tool_step, TTL, NOW)
 
@@ -477,7 +485,8 @@ async def test_local_tool_never_runs_on_a_lost_lease(store: SessionStore) -> Non
     ran: list[bool] = []
 
     with pytest.raises(LeaseLostError):
-        await store.commit_local(zombie, lambda _h: ran.append(True), lambda _r: _tool_step("x"),
-                                 TTL, NOW + TTL + 2)
+        await store.commit_local(
+            zombie, lambda _h: ran.append(True), lambda _r: _tool_step("x"), TTL, NOW + TTL + 2
+        )
     assert ran == []
     await _nothing_committed(store)

@@ -40,6 +40,7 @@ from agent.seams import (
 from tests.support.anthropic_standin import (
     AnthropicStandin,
     RedactedThinking,
+    SseReply,
     Text,
     Thinking,
     ToolUse,
@@ -464,6 +465,14 @@ async def test_a_dropped_stream_is_restarted(api: AnthropicStandin, model: Anthr
 
     assert [type(e).__name__ for e in events[:2]] == ["TextDelta", "StreamRestart"]
     assert segments(events) == ["one ", "one two three"]
+
+
+async def test_an_empty_stream_is_restarted(api: AnthropicStandin, model: AnthropicModel) -> None:
+    api.enqueue(SseReply(events=[]), sse_reply(Text("there")))
+
+    events = await collect(model, ask())
+
+    assert [type(e).__name__ for e in events] == ["TextDelta", "ModelReply"]
 
 
 async def test_restarts_are_bounded_by_max_retries(

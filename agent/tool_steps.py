@@ -1,0 +1,275 @@
+"""Tool steps: one call of the model's batch, run under the guarantee its declaration implies,
+its result committed with its message and events. Also the confirmation flow for write tools,
+whose proposed call is recorded for a person instead of being run.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from agent.errors import FatalToolError, ToolError, UnknownToolError
+from agent.events import ActionCompleted, ActionRequested, ConfirmationRequested
+from agent.hitl import check_answerers, default_answerers
+from agent.messages import AssistantMessage, ToolCall, ToolMessage
+from agent.seams import ConfirmationRecord, StepCommit, StoreHandle
+from agent.tool_context import ToolContext
+from agent.tools import Tool, describe_error, to_json_value
+
+if TYPE_CHECKING:
+    from agent.turn_loop import TurnRunner
+
+
+class TurnFailure(Exception):
+    """Ends the turn as failed with a message fit for the model's and the user's eyes."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class _ToolRaised(Exception):
+    """Carries a local tool's own exception through the store, apart from the store's failures."""
+
+    def __init__(self, original: Exception) -> None:
+        super().__init__(str(original))
+        self.original = original
+
+
+class _NoHandle:
+    """A remote tool runs outside the step's transaction, so it gets no handle to write through."""
+
+    def unwrap(self) -> Any:
+        raise ToolError(
+            "only a local (def) tool can use the store handle: an async tool runs outside the "
+            "step's transaction"
+        )
+
+
+def confirmed_call_id(call_id: str) -> str:
+    return f"{call_id}_confirmed"
+
+
+class ToolStepRunner:
+    def __init__(self, turn: TurnRunner) -> None:
+        self.turn = turn
+
+    # the confirmation follow-up ------------------------------------------------------------
+
+    async def plan_confirmed_call(self) -> None:
+        """In the turn acting on an accepted confirmation, put the stored call in the
+        transcript as the assistant's (exact arguments, no model involved) so it runs next."""
+        turn = self.turn
+        answer = turn.turn.input.confirmation
+        if answer is None or not answer.accepted:
+            return
+        if any(isinstance(m, AssistantMessage) for m in turn.turn_messages()):
+            return
+        call = ToolCall(
+            id=confirmed_call_id(answer.call_id), name=answer.tool, input=answer.arguments
+        )
+        index = len(turn.transcript)
+        await turn.commit(
+            StepCommit(
+                turn_id=turn.turn_id,
+                step_id=f"confirm:{index}",
+                step_value={"confirmation_id": answer.confirmation_id},
+                messages=[
+                    (
+                        index,
+                        AssistantMessage(
+                            turn_id=turn.turn_id, content=(call,), stop_reason="confirmed"
+                        ),
+                    )
+                ],
+                events=[ActionRequested(session=turn.session, turn_id=turn.turn_id, call=call)],
+            )
+        )
+
+    def _is_confirmed(self, call: ToolCall) -> bool:
+        answer = self.turn.turn.input.confirmation
+        return (
+            answer is not None
+            and answer.accepted
+            and call.id == confirmed_call_id(answer.call_id)
+            and call.name == answer.tool
+            and call.input == answer.arguments
+        )
+
+    # one call ------------------------------------------------------------------------------
+
+    async def run(self, anchor: int, call: ToolCall) -> None:
+        turn = self.turn
+        tool = turn.env.agent.tool_named(call.name) if call.name in turn.policy.tools else None
+        if tool is None:
+            if call.id in turn.parked_call_ids():
+                raise TurnFailure(
+                    f"AssemblyError: this turn parked in tool {call.name!r}, which the agent no "
+                    "longer offers; it cannot resume"
+                )
+            error = describe_error(UnknownToolError(f"no tool named {call.name!r}"))
+            await turn.commit(self._commit(anchor, call, None, error))
+            return
+        try:
+            arguments = tool.parse_input(call.input)
+        except Exception as exc:
+            await turn.commit(self._commit(anchor, call, None, describe_error(exc)))
+            return
+        if tool.confirmation == "required" and not self._is_confirmed(call):
+            await self._propose(anchor, call, tool)
+        elif tool.local:
+            await self._local(anchor, call, tool, arguments)
+        else:
+            await self._remote(anchor, call, tool, arguments)
+
+    def _context(self, call: ToolCall, tool: Tool, handle: StoreHandle) -> ToolContext:
+        turn = self.turn
+        inbound = turn.turn.input.inbound
+        return ToolContext(
+            store=handle,
+            session=turn.session,
+            turn_id=turn.turn_id,
+            call_id=call.id,
+            tool_name=tool.name,
+            user=inbound.user if inbound else None,
+            inbound=inbound,
+            cancellation=turn.cancellation,
+            local=tool.local,
+            answers=turn.steps,
+        )
+
+    def _commit(
+        self, anchor: int, call: ToolCall, value: Any, error: str | None, **extra: Any
+    ) -> StepCommit:
+        turn = self.turn
+        result = {"error": error} if error is not None else value
+        message = ToolMessage(
+            turn_id=turn.turn_id,
+            call_id=call.id,
+            name=call.name,
+            result=result,
+            is_error=error is not None,
+        )
+        event = ActionCompleted(
+            session=turn.session,
+            turn_id=turn.turn_id,
+            call_id=call.id,
+            name=call.name,
+            result=None if error is not None else value,
+            error=error,
+        )
+        events = [event, *extra.pop("events", ())]
+        return StepCommit(
+            turn_id=turn.turn_id,
+            step_id=f"tool:{anchor}:{call.id}",
+            step_value=result,
+            messages=[(len(turn.transcript), message)],
+            events=events,
+            **extra,
+        )
+
+    async def _local(
+        self, anchor: int, call: ToolCall, tool: Tool, arguments: dict[str, Any]
+    ) -> None:
+        def run(handle: StoreHandle) -> Any:
+            try:
+                outcome = tool.call(arguments, self._context(call, tool, handle))
+                if inspect.isawaitable(outcome):
+                    if inspect.iscoroutine(outcome):
+                        outcome.close()
+                    raise TypeError(
+                        f"tool {tool.name!r} is declared with `def` but returned an awaitable; "
+                        "declare it `async def` so the engine awaits it"
+                    )
+                return to_json_value(outcome)
+            except FatalToolError:
+                raise
+            except Exception as exc:
+                raise _ToolRaised(exc) from exc
+
+        def build(value: Any) -> StepCommit:
+            return self._commit(anchor, call, value, None)
+
+        env = self.turn.env
+        try:
+            value, events = await env.store.commit_local(
+                env.lease, run, build, env.ttl, env.clock()
+            )
+        except FatalToolError as exc:
+            raise TurnFailure(describe_error(exc)) from None
+        except _ToolRaised as raised:
+            # its writes were rolled back with the transaction; the model reads the error
+            error = describe_error(raised.original)
+            await self.turn.commit(self._commit(anchor, call, None, error))
+            return
+        self.turn.applied(build(value))
+        await self.turn.publish(events)
+
+    async def _remote(
+        self, anchor: int, call: ToolCall, tool: Tool, arguments: dict[str, Any]
+    ) -> None:
+        try:
+            outcome = await tool.call(arguments, self._context(call, tool, _NoHandle()))
+            value = to_json_value(outcome)
+        except FatalToolError as exc:
+            raise TurnFailure(describe_error(exc)) from None
+        except Exception as exc:
+            await self.turn.commit(self._commit(anchor, call, None, describe_error(exc)))
+            return
+        await self.turn.commit(self._commit(anchor, call, value, None))
+
+    # confirmation --------------------------------------------------------------------------
+
+    async def _propose(self, anchor: int, call: ToolCall, tool: Tool) -> None:
+        """Record the exact call for a person; the model learns it has not run."""
+        turn = self.turn
+        try:
+            answerers: Mapping[str, Any] | None = tool.answerers
+            if answerers is None:
+                answerers = default_answerers(turn.turn.input.inbound, what="ask for confirmation")
+            check_answerers(answerers)
+        except ToolError as exc:
+            await turn.commit(self._commit(anchor, call, None, describe_error(exc)))
+            return
+        confirmation_id = f"{turn.turn_id}:{call.id}"
+        arguments = json.dumps(call.input, sort_keys=True)
+        record = ConfirmationRecord(
+            session=turn.session,
+            confirmation_id=confirmation_id,
+            turn_id=turn.turn_id,
+            call_id=call.id,
+            tool=tool.name,
+            arguments=dict(call.input),
+            prompt=f"Allow {tool.name} with {arguments}?",
+            answerers=dict(answerers) if answerers is not None else None,
+            created_at=turn.env.clock(),
+        )
+        value = {
+            "status": "confirmation_pending",
+            "confirmation_id": confirmation_id,
+            "note": "Not run: a person must confirm this call first. It runs, with exactly these "
+            "arguments, only if they approve.",
+        }
+        requested = ConfirmationRequested(
+            session=turn.session,
+            turn_id=turn.turn_id,
+            confirmation=confirmation_json(record),
+        )
+        await turn.commit(
+            self._commit(anchor, call, value, None, events=[requested], confirmations=[record])
+        )
+
+
+def confirmation_json(record: ConfirmationRecord) -> dict[str, Any]:
+    return {
+        "id": record.confirmation_id,
+        "turn_id": record.turn_id,
+        "call_id": record.call_id,
+        "tool": record.tool,
+        "arguments": record.arguments,
+        "prompt": record.prompt,
+        "answerers": record.answerers,
+        "status": record.status.value,
+    }

@@ -1,0 +1,97 @@
+"""`python -m bench`: the step-cost benchmark on SQLite and PostgreSQL, printed as one table."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+from bench.databases import PostgresSite, Site, SqliteSite
+from bench.report import profile_text, render
+from bench.runner import Config, SiteResult, run_site
+
+DEFAULT_SIZES = (10, 1_000, 10_000)
+DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
+DEFAULT_STEPS, QUICK_STEPS = 81, 41
+DEFAULT_REPS, QUICK_REPS = 9, 3
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench",
+        description="Cost of one durable step (engine vs raw-driver floor) at several transcript "
+        "sizes, on SQLite and PostgreSQL.",
+    )
+    parser.add_argument("--quick", action="store_true", help="fewer turns and steps (< 30 s)")
+    parser.add_argument("--db", choices=("sqlite", "postgres", "all"), default="all")
+    parser.add_argument(
+        "--steps",
+        type=int,
+        help=f"timed steps per turn (default {DEFAULT_STEPS}, quick {QUICK_STEPS}); "
+        "one model step and one tool step per tool call, so rounded to an odd number",
+    )
+    parser.add_argument("--reps", type=int, help="turns per cell (default 9, quick 3)")
+    parser.add_argument(
+        "--sizes",
+        type=lambda s: tuple(int(x) for x in s.split(",")),
+        default=DEFAULT_SIZES,
+        help="transcript sizes, comma-separated, even, smallest first (default 10,1000,10000)",
+    )
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        default=Path("data"),
+        help="where the SQLite files go; must be a real disk (tmpfs makes fsync free)",
+    )
+    parser.add_argument(
+        "--postgres-url",
+        default=os.environ.get("BOT_BENCH_POSTGRES_URL", DEFAULT_POSTGRES_URL),
+        help="server to create the throwaway databases on (env BOT_BENCH_POSTGRES_URL)",
+    )
+    parser.add_argument(
+        "--profile", action="store_true", help="cProfile the engine turns at the largest size"
+    )
+    return parser.parse_args(argv)
+
+
+def config_from(args: argparse.Namespace) -> Config:
+    steps = args.steps or (QUICK_STEPS if args.quick else DEFAULT_STEPS)
+    reps = args.reps or (QUICK_REPS if args.quick else DEFAULT_REPS)
+    sizes = tuple(sorted(args.sizes))
+    if any(n < 2 or n % 2 for n in sizes):
+        raise SystemExit("--sizes: every size must be even and at least 2")
+    return Config(
+        sizes=sizes, reps=max(1, reps), calls=max(1, (steps - 1) // 2), profile=args.profile
+    )
+
+
+def sites_from(args: argparse.Namespace) -> list[Site]:
+    sites: list[Site] = []
+    if args.db in ("sqlite", "all"):
+        sites.append(SqliteSite(args.dir.resolve()))
+    if args.db in ("postgres", "all"):
+        sites.append(PostgresSite(args.postgres_url))
+    return sites
+
+
+async def run(args: argparse.Namespace) -> int:
+    config = config_from(args)
+    results: list[SiteResult] = []
+    for site in sites_from(args):
+        results.append(await run_site(site, config))
+    print(render(results, config))
+    for done in results:
+        text = profile_text(done)
+        if text:
+            print(text, file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return asyncio.run(run(parse_args(argv)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

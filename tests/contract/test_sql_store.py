@@ -1,0 +1,231 @@
+"""What only the SQL store promises: schema verification, migrations, SQLite's durability and
+locking setup, and several OS processes sharing one database file."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from psycopg import sql
+from sqlalchemy import Connection, text
+from sqlalchemy.engine import make_url
+
+import storage
+from agent.errors import FatalToolError, SchemaMismatchError
+from agent.messages import UserMessage
+from agent.seams import StepCommit, StoreHandle
+from agent.turn_input import TurnInput
+from storage import MemoryStore, SqlStore, current_revision, open_store, upgrade_database
+from storage.migrate import head_revision
+from storage.sql_dialects import PostgresDialect, SqliteDialect, dialect_for
+from storage.sql_schema import HEAD_REVISION, metadata
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def sql_url(request: pytest.FixtureRequest) -> str:
+    url: str = request.getfixturevalue(f"{request.param}_url")
+    return url
+
+
+@pytest.fixture
+def empty_postgres_url(postgres_database: str) -> Iterator[str]:
+    """A second, never-migrated PostgreSQL database on the test server."""
+    base = make_url(postgres_database)
+    name = f"{base.database}_empty"
+    admin = base.set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        yield base.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
+
+
+def test_public_api_is_exactly_what_all_lists() -> None:
+    public = {name for name in vars(storage) if not name.startswith("_")}
+    assert set(storage.__all__) <= public
+    assert sorted(storage.__all__) == storage.__all__
+
+
+def test_schema_module_and_migrations_agree_on_the_head() -> None:
+    assert head_revision() == HEAD_REVISION
+
+
+def _store_table(name: str | None, type_: str, _parents: object) -> bool:
+    return type_ != "table" or name in metadata.tables
+
+
+async def test_migrated_schema_matches_the_table_definitions(sql_url: str) -> None:
+    store = await SqlStore.open(sql_url)
+    try:
+        async with store.engine.connect() as conn:
+            diff = await conn.run_sync(
+                lambda c: compare_metadata(
+                    MigrationContext.configure(c, opts={"include_name": _store_table}), metadata
+                )
+            )
+    finally:
+        await store.close()
+    assert diff == []
+
+
+async def test_open_refuses_an_unmigrated_sqlite_file_and_upgrade_fixes_it(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'not' / 'yet' / 'bot.db'}"
+    with pytest.raises(SchemaMismatchError, match="bot db upgrade"):
+        await SqlStore.open(url)
+    assert await current_revision(url) is None
+
+    await upgrade_database(url)
+    await upgrade_database(url)  # a second run is a no-op
+    assert await current_revision(url) == HEAD_REVISION
+    store = await SqlStore.open(url)
+    await store.close()
+
+
+@pytest.mark.postgres
+async def test_open_refuses_an_unmigrated_postgres_database(empty_postgres_url: str) -> None:
+    with pytest.raises(SchemaMismatchError, match="bot db upgrade"):
+        await SqlStore.open(empty_postgres_url)
+    await upgrade_database(empty_postgres_url)
+    assert await current_revision(empty_postgres_url) == HEAD_REVISION
+    store = await SqlStore.open(empty_postgres_url)
+    await store.close()
+
+
+async def test_open_refuses_a_revision_it_does_not_know(sqlite_url: str) -> None:
+    store = await SqlStore.open(sqlite_url)
+    async with store.engine.begin() as conn:
+        await conn.execute(text("UPDATE alembic_version SET version_num = 'ffff'"))
+    await store.close()
+    with pytest.raises(SchemaMismatchError, match="does not know"):
+        await SqlStore.open(sqlite_url)
+
+
+async def test_open_refuses_a_schema_with_missing_tables(sqlite_url: str) -> None:
+    store = await SqlStore.open(sqlite_url)
+    async with store.engine.begin() as conn:
+        await conn.execute(text("DROP TABLE events"))
+    await store.close()
+    with pytest.raises(SchemaMismatchError, match="events"):
+        await SqlStore.open(sqlite_url)
+
+
+async def test_open_store_picks_the_backend(sqlite_url: str) -> None:
+    assert isinstance(await open_store(None), MemoryStore)
+    assert isinstance(await open_store("memory"), MemoryStore)
+    store = await open_store(sqlite_url)
+    assert isinstance(store, SqlStore)
+    await store.close()
+
+
+def test_dialect_for_maps_urls_and_refuses_unknown_drivers() -> None:
+    assert isinstance(dialect_for("sqlite:///x.db"), SqliteDialect)
+    assert isinstance(dialect_for("postgresql://u@h/db"), PostgresDialect)
+    assert dialect_for("postgresql://u@h/db").url.drivername == "postgresql+psycopg"
+    with pytest.raises(ValueError, match="unsupported"):
+        dialect_for("mysql+aiomysql://u@h/db")
+
+
+async def test_sqlite_connections_are_durable_and_wait_for_locks(sqlite_url: str) -> None:
+    store = await SqlStore.open(sqlite_url)
+    try:
+        async with store.engine.connect() as conn:
+            pragmas = [
+                (await conn.exec_driver_sql(f"PRAGMA {name}")).scalar_one()
+                for name in ("journal_mode", "synchronous", "busy_timeout")
+            ]
+    finally:
+        await store.close()
+    assert pragmas == ["wal", 2, 30_000]  # synchronous 2 = FULL
+
+
+async def test_local_tool_may_not_end_the_step_transaction(sql_url: str) -> None:
+    store = await SqlStore.open(sql_url)
+    try:
+        await store.enqueue_turn("s", "t1", TurnInput(text="hi"))
+        lease = await store.acquire_lease("s", "w1", 30, 0)
+        assert lease is not None
+
+        def run(handle: StoreHandle) -> None:
+            conn = handle.unwrap()
+            assert isinstance(conn, Connection)
+            conn.commit()
+
+        with pytest.raises(FatalToolError, match="committed or rolled back"):
+            await store.commit_local(
+                lease, run, lambda _r: StepCommit(turn_id="t1", step_id="tool:1:a"), 30, 0
+            )
+        assert await store.load_steps("s", "t1") == {}
+    finally:
+        await store.close()
+
+
+_CHILD = textwrap.dedent(
+    """
+    import asyncio, sys
+    from agent.messages import UserMessage
+    from agent.seams import StepCommit
+    from agent.turn_input import TurnInput
+    from storage import SqlStore
+
+    async def main(url, me):
+        store = await SqlStore.open(url)
+        created = 0
+        for i in range(20):
+            _, new = await store.enqueue_turn("shared", f"t{i}", TurnInput(text="hi"))
+            created += new
+            own = f"own-{me}"
+            await store.enqueue_turn(own, f"t{i}", TurnInput(text="hi"))
+            lease = await store.acquire_lease(own, me, 30, float(i))
+            msg = UserMessage(turn_id=f"t{i}", text="hi")
+            await store.commit(lease, StepCommit(turn_id=f"t{i}", messages=[(i, msg)]), 30, i)
+            await store.release_lease(lease)
+        await store.close()
+        print(created)
+
+    asyncio.run(main(sys.argv[1], sys.argv[2]))
+    """
+)
+
+
+async def test_processes_sharing_one_sqlite_file_serialize_their_writes(sqlite_url: str) -> None:
+    """BEGIN IMMEDIATE plus busy_timeout: concurrent writers wait, none fails on a lock."""
+    children = [
+        await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            _CHILD,
+            sqlite_url,
+            f"w{n}",
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        for n in range(4)
+    ]
+    outputs = [await child.communicate() for child in children]
+    for child, (_, err) in zip(children, outputs, strict=True):
+        assert child.returncode == 0, err.decode()
+    assert sum(int(out) for out, _ in outputs) == 20
+
+    store = await SqlStore.open(sqlite_url)
+    try:
+        assert len(await store.list_turns("shared")) == 20
+        for n in range(4):
+            transcript = await store.load_transcript(f"own-w{n}")
+            assert transcript == [UserMessage(turn_id=f"t{i}", text="hi") for i in range(20)]
+    finally:
+        await store.close()
