@@ -3,7 +3,9 @@
 It imports neither `bot` nor `storage`; hosts plug stores, sinks and models into its seams.
 """
 
-from agent.agent_def import Agent
+from agent.agent_def import Agent, Schedule
+from agent.channels import Channel, ChannelContext, receive
+from agent.effects import Effect, EffectAuthority, resolve_receipt
 from agent.errors import (
     AbnormalStopError,
     AgentError,
@@ -18,6 +20,7 @@ from agent.errors import (
     ResumeAuthorizationError,
     ResumeConflictError,
     ResumeError,
+    ResumeValidationError,
     SchemaMismatchError,
     SessionSuspendedError,
     StepConflictError,
@@ -42,6 +45,8 @@ from agent.events import (
     TurnFailed,
     TurnStarted,
 )
+from agent.hitl import Grant, ResumeRequest
+from agent.loader import load_agent
 from agent.messages import (
     AssistantMessage,
     Message,
@@ -53,15 +58,21 @@ from agent.messages import (
     Usage,
     UserMessage,
 )
+from agent.policy import SurfacePolicy
 from agent.runtime import Runtime
 from agent.scripted_model import ScriptedModel, ScriptedReply
 from agent.seams import (
+    ConfirmationRecord,
+    ConfirmationStatus,
     EventSink,
+    FactRecord,
     Lease,
     Model,
     ModelReply,
     ModelRequest,
     ModelSettings,
+    ReceiptRecord,
+    ReceiptStatus,
     SessionStatus,
     SessionStore,
     StepCommit,
@@ -71,7 +82,7 @@ from agent.seams import (
     TurnRecord,
     TurnStatus,
 )
-from agent.session import AgentSession
+from agent.session import AgentSession, ResetResult, grant_answer, grant_confirmation
 from agent.sinks import EventHub, RecordingSink
 from agent.tool_context import ToolContext
 from agent.tools import Tool, tool
@@ -89,15 +100,23 @@ __all__ = [
     "AnthropicSettings",
     "AssemblyError",
     "AssistantMessage",
+    "Channel",
+    "ChannelContext",
+    "ConfirmationRecord",
     "ConfirmationRequested",
     "ConfirmationResolved",
+    "ConfirmationStatus",
+    "Effect",
+    "EffectAuthority",
     "EffectConflictError",
     "EffectError",
     "EffectNotAppliedError",
     "EffectUncertainError",
     "EventHub",
     "EventSink",
+    "FactRecord",
     "FatalToolError",
+    "Grant",
     "InboundEvent",
     "InputRequested",
     "Lease",
@@ -110,11 +129,17 @@ __all__ = [
     "ModelReply",
     "ModelRequest",
     "ModelSettings",
+    "ReceiptRecord",
+    "ReceiptStatus",
     "RecordingSink",
+    "ResetResult",
     "ResumeAuthorizationError",
     "ResumeConflictError",
     "ResumeError",
+    "ResumeRequest",
+    "ResumeValidationError",
     "Runtime",
+    "Schedule",
     "SchemaMismatchError",
     "ScriptedModel",
     "ScriptedReply",
@@ -126,6 +151,7 @@ __all__ = [
     "StepConflictError",
     "StoreError",
     "StoreHandle",
+    "SurfacePolicy",
     "TextBlock",
     "TextDelta",
     "ThinkingBlock",
@@ -152,6 +178,11 @@ __all__ = [
     "UnknownToolError",
     "Usage",
     "UserMessage",
+    "grant_answer",
+    "grant_confirmation",
+    "load_agent",
+    "receive",
+    "resolve_receipt",
     "tool",
 ]
 

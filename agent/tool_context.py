@@ -9,7 +9,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent.effects import Effect, EffectCoordinator, EffectFn, ReconcileFn
 from agent.errors import ToolError
+from agent.facts import FactsView
 from agent.hitl import (
     Answerers,
     answer_step_id,
@@ -36,6 +38,30 @@ class ToolContext:
     local: bool
     answers: Mapping[str, JsonValue] = field(default_factory=dict)
     """The turn's memoized steps; answers to parked requests live here under `input:…`."""
+    facts: FactsView | None = None
+    effects: EffectCoordinator | None = None
+
+    async def run_effect(
+        self,
+        key: str,
+        fn: EffectFn,
+        payload: Any = None,
+        *,
+        reconcile: ReconcileFn | None = None,
+    ) -> Effect:
+        """Run a keyed external write with a durable receipt (see `agent.effects`).
+
+        `fn(authority)` should send `authority.idempotency_key` to the provider. The same key and
+        payload return the stored result without calling `fn`; a different payload under the key
+        raises `EffectConflictError`; an outcome nobody can know raises `EffectUncertainError`.
+        `reconcile(authority)`, if given, asks the provider what became of an uncertain write.
+        """
+        if self.effects is None:
+            raise ToolError(
+                "run_effect is for async (remote) tools; a local tool's writes go through the "
+                "step's transaction instead"
+            )
+        return await self.effects.run(key, fn, payload, reconcile=reconcile)
 
     @property
     def cancelled(self) -> bool:

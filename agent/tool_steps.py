@@ -10,8 +10,10 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from agent.effects import EffectCoordinator
 from agent.errors import FatalToolError, ToolError, UnknownToolError
 from agent.events import ActionCompleted, ActionRequested, ConfirmationRequested
+from agent.facts import FactsView
 from agent.hitl import check_answerers, default_answerers
 from agent.messages import AssistantMessage, ToolCall, ToolMessage
 from agent.seams import ConfirmationRecord, StepCommit, StoreHandle
@@ -124,9 +126,11 @@ class ToolStepRunner:
         else:
             await self._remote(anchor, call, tool, arguments)
 
-    def _context(self, call: ToolCall, tool: Tool, handle: StoreHandle) -> ToolContext:
+    def _context(self, anchor: int, call: ToolCall, tool: Tool, handle: StoreHandle) -> ToolContext:
         turn = self.turn
         inbound = turn.turn.input.inbound
+        step_id = f"tool:{anchor}:{call.id}"
+        remote = not tool.local
         return ToolContext(
             store=handle,
             session=turn.session,
@@ -138,6 +142,25 @@ class ToolStepRunner:
             cancellation=turn.cancellation,
             local=tool.local,
             answers=turn.steps,
+            facts=FactsView(
+                turn.env.store,
+                session=turn.session,
+                turn_id=turn.turn_id,
+                step_id=step_id,
+                call_id=call.id,
+                local=tool.local,
+            ),
+            effects=EffectCoordinator(
+                turn.env,
+                session=turn.session,
+                turn_id=turn.turn_id,
+                step_id=step_id,
+                tool=tool,
+                call_input=call.input,
+                signal=turn.cancellation,
+            )
+            if remote
+            else None,
         )
 
     def _commit(
@@ -175,7 +198,7 @@ class ToolStepRunner:
     ) -> None:
         def run(handle: StoreHandle) -> Any:
             try:
-                outcome = tool.call(arguments, self._context(call, tool, handle))
+                outcome = tool.call(arguments, self._context(anchor, call, tool, handle))
                 if inspect.isawaitable(outcome):
                     if inspect.iscoroutine(outcome):
                         outcome.close()
@@ -210,15 +233,18 @@ class ToolStepRunner:
     async def _remote(
         self, anchor: int, call: ToolCall, tool: Tool, arguments: dict[str, Any]
     ) -> None:
+        ctx = self._context(anchor, call, tool, _NoHandle())
         try:
-            outcome = await tool.call(arguments, self._context(call, tool, _NoHandle()))
+            outcome = await tool.call(arguments, ctx)
             value = to_json_value(outcome)
+            _check_write_was_coordinated(tool, ctx, value)
         except FatalToolError as exc:
             raise TurnFailure(describe_error(exc)) from None
         except Exception as exc:
             await self.turn.commit(self._commit(anchor, call, None, describe_error(exc)))
             return
-        await self.turn.commit(self._commit(anchor, call, value, None))
+        facts = await ctx.facts.records(self.turn.env.clock()) if ctx.facts else []
+        await self.turn.commit(self._commit(anchor, call, value, None, facts=facts))
 
     # confirmation --------------------------------------------------------------------------
 
@@ -273,3 +299,17 @@ def confirmation_json(record: ConfirmationRecord) -> dict[str, Any]:
         "answerers": record.answerers,
         "status": record.status.value,
     }
+
+
+def _check_write_was_coordinated(tool: Tool, ctx: ToolContext, value: Any) -> None:
+    """A remote write tool that never called `run_effect` wrote outside any receipt, which is
+    exactly what a retry could duplicate; a `capability` tool asking for confirmation is fine."""
+    if tool.effect != "write" or ctx.effects is None or ctx.effects.used:
+        return
+    asks = isinstance(value, dict) and bool(value.get("needs_confirmation"))
+    if tool.confirmation == "capability" and asks:
+        return
+    raise ToolError(
+        f"write tool {tool.name!r} finished without calling ctx.run_effect, so its write was "
+        "not coordinated; route the external write through run_effect"
+    )

@@ -78,10 +78,12 @@ def sites_from(args: argparse.Namespace) -> list[Site]:
 
 async def run(args: argparse.Namespace) -> int:
     config = config_from(args)
+    load_before = os.getloadavg()[0]
     results: list[SiteResult] = []
     for site in sites_from(args):
         results.append(await run_site(site, config))
-    print(render(results, config))
+    load = (load_before, os.getloadavg()[0])
+    print(render(results, config, load, os.cpu_count() or 1))
     for done in results:
         text = profile_text(done)
         if text:

@@ -16,7 +16,7 @@ HEADER = (
 )
 
 
-def render(results: list[SiteResult], config: Config) -> str:
+def render(results: list[SiteResult], config: Config, load: tuple[float, float], cores: int) -> str:
     steps = 2 * config.calls + 2
     lines = [
         f"Step cost: {config.calls} remote tool calls per turn = {steps} commits "
@@ -24,6 +24,8 @@ def render(results: list[SiteResult], config: Config) -> str:
         "engine µs/step: opening commit to final commit, per step (transcript load excluded);",
         "turn µs/step: the whole turn (queue, lease, transcript load, release) per commit.",
         "±: median absolute deviation across turns.",
+        f"load average (1 min) at start {load[0]:.2f}, at end {load[1]:.2f} on {cores} cores: "
+        "other work on the machine inflates both sides and the spread.",
         "",
     ]
     for site in results:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 
 from sqlalchemy import text
 
@@ -18,6 +19,7 @@ from agent.events import TurnEvent
 from agent.runtime import Runtime
 from agent.scripted_model import ScriptedModel
 from agent.seams import TurnStatus
+from agent.turn_input import TurnInput
 from bench.raw_floor import FOOTPRINT
 from bench.timing import TurnTiming, from_marks
 from bench.workload import BENCH_AGENT, OPENING_TEXT, responder, steps_per_turn
@@ -59,9 +61,14 @@ class EngineBench:
 
         unsubscribe = self.runtime.hub.subscribe(on_event, session=key)
         try:
-            session = self.runtime.session(BENCH_AGENT, key)
+            self.runtime.session(BENCH_AGENT, key)
             started = time.perf_counter_ns()
-            result = await session.turn(OPENING_TEXT)
+            # What `AgentSession.start` + `result` do for a plain new turn, spelled out with the
+            # store's and runtime's own calls so it runs whatever options `start` grows.
+            turn_id = uuid.uuid4().hex
+            await self.store.enqueue_turn(key, turn_id, TurnInput(text=OPENING_TEXT))
+            self.runtime.kick(key)
+            result = await self.runtime.wait_turn(key, turn_id)
             ended = time.perf_counter_ns()
         finally:
             unsubscribe()

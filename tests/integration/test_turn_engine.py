@@ -117,7 +117,9 @@ async def test_cached_model_step_emits_no_delta_on_replay(store: SessionStore) -
 
     agent = Agent(name="a", instructions="x", tools=[noop])
     script = [
-        ScriptedReply(text=["first ", "reply"], tool_calls=[ToolCall(id="a", name="noop", input={})]),
+        ScriptedReply(
+            text=["first ", "reply"], tool_calls=[ToolCall(id="a", name="noop", input={})]
+        ),
         ScriptedReply(text=["second"]),
     ]
     model = ScriptedModel(script)
@@ -166,7 +168,9 @@ async def test_local_tool_error_rolls_back_and_model_reads_it(sql_store: Session
     agent = Agent(name="a", instructions="x", tools=[failing_order])
     model = ScriptedModel(
         [
-            ScriptedReply(tool_calls=[ToolCall(id="c1", name="failing_order", input={"item": "x"})]),
+            ScriptedReply(
+                tool_calls=[ToolCall(id="c1", name="failing_order", input={"item": "x"})]
+            ),
             ScriptedReply(text="The warehouse is closed."),
         ]
     )
@@ -189,7 +193,9 @@ async def test_local_tool_error_rolls_back_and_model_reads_it(sql_store: Session
 
 async def test_fatal_tool_error_fails_the_turn(store: SessionStore) -> None:
     agent = Agent(name="a", instructions="x", tools=[fatal_tool])
-    model = ScriptedModel([ScriptedReply(tool_calls=[ToolCall(id="c", name="fatal_tool", input={})])])
+    model = ScriptedModel(
+        [ScriptedReply(tool_calls=[ToolCall(id="c", name="fatal_tool", input={})])]
+    )
     sink = RecordingSink()
     async with _runtime(store, model, agent, sink=sink) as rt:
         result = await rt.session(agent, "s1").turn("go")
@@ -247,7 +253,10 @@ async def test_def_tool_returning_awaitable_is_a_clear_error(store: SessionStore
 
     agent = Agent(name="a", instructions="x", tools=[sneaky])
     model = ScriptedModel(
-        [ScriptedReply(tool_calls=[ToolCall(id="c", name="sneaky", input={})]), ScriptedReply(text="k")]
+        [
+            ScriptedReply(tool_calls=[ToolCall(id="c", name="sneaky", input={})]),
+            ScriptedReply(text="k"),
+        ]
     )
     async with _runtime(store, model, agent) as rt:
         await rt.session(agent, "s1").turn("go")
@@ -265,7 +274,10 @@ async def test_tool_error_is_cut_and_carries_no_stack(store: SessionStore) -> No
 
     agent = Agent(name="a", instructions="x", tools=[loud])
     model = ScriptedModel(
-        [ScriptedReply(tool_calls=[ToolCall(id="c", name="loud", input={})]), ScriptedReply(text="k")]
+        [
+            ScriptedReply(tool_calls=[ToolCall(id="c", name="loud", input={})]),
+            ScriptedReply(text="k"),
+        ]
     )
     async with _runtime(store, model, agent) as rt:
         await rt.session(agent, "s1").turn("go")

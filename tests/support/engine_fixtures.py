@@ -51,9 +51,7 @@ async def lookup_stock(item: str) -> dict[str, Any]:
     return {"item": item, "stock": 7}
 
 
-ORDER_AGENT = Agent(
-    name="orders", instructions="Place orders.", tools=[lookup_stock, create_order]
-)
+ORDER_AGENT = Agent(name="orders", instructions="Place orders.", tools=[lookup_stock, create_order])
 
 ORDER_SCRIPT = [
     ScriptedReply(

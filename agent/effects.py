@@ -1,0 +1,226 @@
+"""Durable external effects: a keyed write with a receipt committed before it runs.
+
+A timeout is neither proof that nothing happened nor permission to do it again. So a receipt is
+committed as `prepared` before the provider is called; only a provider that proves nothing was
+applied (`EffectNotAppliedError`) makes it `failed` and retryable; any other failure, or a
+`prepared` receipt found later (the process died mid-call), makes it `uncertain`, and no code path
+calls the provider for that key again until a person (or a `reconcile` lookup at the provider)
+settles it. The key is deduplicated across turns of the session, not merely within a turn.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agent.errors import (
+    EffectConflictError,
+    EffectNotAppliedError,
+    EffectUncertainError,
+    ToolError,
+)
+from agent.messages import JsonValue
+from agent.seams import ReceiptRecord, ReceiptStatus
+from agent.signals import CancellationSignal
+from agent.tools import Tool, to_json_value
+
+if TYPE_CHECKING:
+    from agent.turn_loop import TurnEnv
+
+
+@dataclass(frozen=True, kw_only=True)
+class EffectAuthority:
+    """What the provider call gets: the key to send as its idempotency key, the receipt it is
+    recorded under, and the turn's cancellation signal. Namespacing the key for a provider with a
+    global idempotency space is the host's job."""
+
+    idempotency_key: str
+    receipt_id: str
+    signal: CancellationSignal
+
+
+@dataclass(frozen=True, kw_only=True)
+class Effect:
+    value: JsonValue
+    receipt: ReceiptRecord
+
+
+EffectFn = Callable[[EffectAuthority], Awaitable[Any]]
+ReconcileFn = Callable[[EffectAuthority], Awaitable[Any]]
+
+
+def payload_fingerprint(payload: Any) -> str:
+    canonical = json.dumps(to_json_value(payload), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _uncertain(key: str, receipt_id: str) -> EffectUncertainError:
+    return EffectUncertainError(
+        f"the outcome of {key} is uncertain: the write may or may not have happened at the "
+        f"provider, so it was not retried. A person must check and resolve receipt {receipt_id} "
+        "(bot receipts list --status uncertain)."
+    )
+
+
+class EffectCoordinator:
+    """One tool call's access to durable effects."""
+
+    def __init__(
+        self,
+        env: TurnEnv,
+        *,
+        session: str,
+        turn_id: str,
+        step_id: str,
+        tool: Tool,
+        call_input: dict[str, Any],
+        signal: CancellationSignal,
+    ) -> None:
+        self._env = env
+        self._session = session
+        self._turn_id = turn_id
+        self._step_id = step_id
+        self._tool = tool
+        self._call_input = call_input
+        self._signal = signal
+        self.used = False
+
+    async def run(
+        self,
+        key: str,
+        fn: EffectFn,
+        payload: Any = None,
+        *,
+        reconcile: ReconcileFn | None = None,
+    ) -> Effect:
+        if self._tool.effect != "write":
+            raise ToolError(
+                f"run_effect: tool {self._tool.name!r} is not declared effect='write'; declare "
+                "it so the write is confirmed and coordinated"
+            )
+        if not key:
+            raise ToolError("run_effect: the effect key must not be empty")
+        self.used = True
+        store, env = self._env.store, self._env
+        full_key = f"{self._tool.name}:{key}"
+        fingerprint = payload_fingerprint(self._call_input if payload is None else payload)
+        existing = await store.get_receipt(self._session, full_key)
+        if existing is not None:
+            if existing.fingerprint != fingerprint:
+                raise EffectConflictError(
+                    f"effect key {full_key} was used before with a different payload; nothing "
+                    "was sent. Use a new business operation id for a different write."
+                )
+            if existing.status == ReceiptStatus.COMPLETED:
+                return Effect(value=existing.value, receipt=existing)
+            if existing.status in (ReceiptStatus.PREPARED, ReceiptStatus.UNCERTAIN):
+                return await self._recover(existing, reconcile)
+        receipt = await store.prepare_receipt(
+            env.lease,
+            ReceiptRecord(
+                session=self._session,
+                key=full_key,
+                receipt_id=uuid.uuid4().hex,
+                fingerprint=fingerprint,
+                status=ReceiptStatus.PREPARED,
+                turn_id=self._turn_id,
+                step_id=self._step_id,
+                created_at=env.clock(),
+                updated_at=env.clock(),
+            ),
+            env.ttl,
+            env.clock(),
+        )
+        return await self._call(receipt, fn)
+
+    def _authority(self, receipt: ReceiptRecord) -> EffectAuthority:
+        return EffectAuthority(
+            idempotency_key=receipt.key, receipt_id=receipt.receipt_id, signal=self._signal
+        )
+
+    async def _settle(
+        self,
+        receipt: ReceiptRecord,
+        status: ReceiptStatus,
+        *,
+        value: JsonValue = None,
+        error: str | None = None,
+        from_statuses: tuple[ReceiptStatus, ...] = (ReceiptStatus.PREPARED,),
+    ) -> ReceiptRecord:
+        return await self._env.store.settle_receipt(
+            self._session,
+            receipt.key,
+            receipt.receipt_id,
+            status,
+            value=value,
+            error=error,
+            from_statuses=from_statuses,
+            now=self._env.clock(),
+        )
+
+    async def _call(self, receipt: ReceiptRecord, fn: EffectFn) -> Effect:
+        try:
+            value = to_json_value(await fn(self._authority(receipt)))
+        except EffectNotAppliedError as exc:
+            await self._settle(receipt, ReceiptStatus.FAILED, error=str(exc)[:500])
+            raise
+        except BaseException as exc:
+            await self._settle(
+                receipt, ReceiptStatus.UNCERTAIN, error=f"{type(exc).__name__}: {exc}"[:500]
+            )
+            raise _uncertain(receipt.key, receipt.receipt_id) from exc
+        settled = await self._settle(receipt, ReceiptStatus.COMPLETED, value=value)
+        return Effect(value=value, receipt=settled)
+
+    async def _recover(self, receipt: ReceiptRecord, reconcile: ReconcileFn | None) -> Effect:
+        """A receipt left `prepared` (a crash mid-call) or `uncertain`: never call `fn` again.
+        Ask the provider through `reconcile`, if the tool gave one; else fail closed."""
+        if receipt.status == ReceiptStatus.PREPARED:
+            receipt = await self._settle(
+                receipt,
+                ReceiptStatus.UNCERTAIN,
+                error="found prepared: the process stopped mid-call",
+            )
+        if reconcile is None:
+            raise _uncertain(receipt.key, receipt.receipt_id)
+        try:
+            observed = await reconcile(self._authority(receipt))
+        except EffectNotAppliedError as exc:
+            await self._settle(
+                receipt,
+                ReceiptStatus.FAILED,
+                error=f"reconciled: not applied ({exc})"[:500],
+                from_statuses=(ReceiptStatus.UNCERTAIN,),
+            )
+            raise
+        except Exception as exc:
+            raise _uncertain(receipt.key, receipt.receipt_id) from exc
+        value = to_json_value(observed)
+        settled = await self._settle(
+            receipt, ReceiptStatus.COMPLETED, value=value, from_statuses=(ReceiptStatus.UNCERTAIN,)
+        )
+        return Effect(value=value, receipt=settled)
+
+
+async def resolve_receipt(
+    store: Any, session: str, key: str, *, completed: bool, value: JsonValue = None, now: float
+) -> ReceiptRecord:
+    """Operator resolution of an `uncertain` receipt, with the value observed at the provider."""
+    receipt: ReceiptRecord | None = await store.get_receipt(session, key)
+    if receipt is None:
+        raise ToolError(f"no receipt {key!r} on session {session!r}")
+    settled: ReceiptRecord = await store.settle_receipt(
+        session,
+        key,
+        receipt.receipt_id,
+        ReceiptStatus.COMPLETED if completed else ReceiptStatus.FAILED,
+        value=value if completed else None,
+        error=None if completed else "resolved by an operator: not applied",
+        from_statuses=(ReceiptStatus.UNCERTAIN,),
+        now=now,
+    )
+    return settled

@@ -1,0 +1,91 @@
+"""Assemble an agent from a directory, so prompt, per-source overlays, settings and tools live as
+files an operator can read and review:
+
+    my_agent/
+      instructions.md            base system prompt
+      instructions.<source>.md   overlay for turns from that source (e.g. instructions.slack.md)
+      agent.py                   name, surfaces, authorize_answer, schedules, model (all optional)
+      tools/*.py                 modules whose module-level `@tool` objects become the tools
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from agent.agent_def import Agent
+from agent.errors import AssemblyError
+from agent.seams import ModelSettings
+from agent.tools import Tool
+
+log = logging.getLogger(__name__)
+
+
+def _load_module(path: Path, name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise AssemblyError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        raise AssemblyError(f"{path}: {type(exc).__name__}: {exc}") from exc
+    return module
+
+
+def _tools_in(folder: Path, package: str) -> list[Tool]:
+    found: list[Tool] = []
+    if not folder.is_dir():
+        return found
+    for path in sorted(folder.glob("*.py")):
+        if path.name.startswith("_"):
+            continue
+        module = _load_module(path, f"{package}.tools.{path.stem}")
+        found.extend(v for v in vars(module).values() if isinstance(v, Tool))
+    return found
+
+
+def load_agent(path: str | Path, *, emitted_sources: Iterable[str] | None = None) -> Agent:
+    """Build the agent a directory describes; raises `AssemblyError` on anything that would fail
+    later (a write tool without confirmation, a surface mode without its overlay file).
+
+    `emitted_sources`, when given, are the sources the mounted channels produce: a policy for any
+    other source is logged as a warning, since it can never apply.
+    """
+    root = Path(path)
+    base = root / "instructions.md"
+    if not base.is_file():
+        raise AssemblyError(f"{root}: instructions.md is missing")
+    overlays = {
+        p.name[len("instructions.") : -len(".md")]: p.read_text()
+        for p in sorted(root.glob("instructions.*.md"))
+    }
+    package = f"_agent_{abs(hash(root.resolve()))}"
+    settings: dict[str, Any] = {}
+    if (root / "agent.py").is_file():
+        module = _load_module(root / "agent.py", f"{package}.agent")
+        settings = {k: v for k, v in vars(module).items() if not k.startswith("_")}
+    model = settings.get("model", ModelSettings())
+    if isinstance(model, dict):
+        model = ModelSettings(**model)
+    surfaces = settings.get("surfaces", {})
+    if emitted_sources is not None:
+        for source in set(surfaces) - set(emitted_sources):
+            log.warning("agent policy for source %r: no mounted channel emits it", source)
+    tools = _tools_in(root / "tools", package)
+    return Agent(
+        name=str(settings.get("name", root.name)),
+        instructions=base.read_text(),
+        tools=tools,
+        model=model,
+        overlays=overlays,
+        surfaces=surfaces,
+        authorize_answer=settings.get("authorize_answer"),
+        schedules=settings.get("schedules", ()),
+    )
