@@ -15,7 +15,7 @@ from bench.runner import Config, SiteResult, run_site
 DEFAULT_SIZES = (10, 1_000, 10_000)
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 DEFAULT_STEPS, QUICK_STEPS = 81, 41
-DEFAULT_REPS, QUICK_REPS = 9, 3
+DEFAULT_REPS, QUICK_REPS = 15, 3
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -32,7 +32,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help=f"timed steps per turn (default {DEFAULT_STEPS}, quick {QUICK_STEPS}); "
         "one model step and one tool step per tool call, so rounded to an odd number",
     )
-    parser.add_argument("--reps", type=int, help="turns per cell (default 9, quick 3)")
+    parser.add_argument(
+        "--reps", type=int, help=f"turns per cell (default {DEFAULT_REPS}, quick {QUICK_REPS})"
+    )
     parser.add_argument(
         "--sizes",
         type=lambda s: tuple(int(x) for x in s.split(",")),

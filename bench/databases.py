@@ -16,11 +16,9 @@ from psycopg import sql
 from sqlalchemy.engine import make_url
 
 from bench.populate import Sessions, populate_postgres, populate_sqlite
-from bench.raw_floor import PostgresFloor, RawFloor, SqliteFloor
+from bench.raw_floor import SYNCHRONOUS_NAMES, PostgresFloor, RawFloor, SqliteFloor
 from storage import upgrade_database
 from storage.sql_dialects import SQLITE_BUSY_TIMEOUT_MS
-
-SYNCHRONOUS_NAMES = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
 
 
 class Site:

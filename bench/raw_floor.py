@@ -22,6 +22,7 @@ from bench.timing import TurnTiming, from_marks
 from bench.workload import StepRows, turn_input_json, turn_plan
 
 FLOOR_OWNER = "floor-worker"
+SYNCHRONOUS_NAMES = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
 LEASE_TTL = 30.0
 
 ENQUEUE = (

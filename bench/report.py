@@ -65,7 +65,7 @@ def verdict(site: SiteResult) -> str:
         f"{site.name}: engine/floor <= {FLOOR_TARGET:g}x {_met(floor_ok)} "
         f"(worst {worst_ratio:.2f}x at {worst.size:,} messages); "
         f"cost@{last.size:,} / cost@{first.size:,} <= {GROWTH_TARGET:g}x {_met(growth_ok)} "
-        f"({growth:.2f}x)"
+        f"({growth:.2f}x; the floor's own: {last.floor.median / first.floor.median:.2f}x)"
     )
 
 

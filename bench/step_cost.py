@@ -14,13 +14,14 @@ import time
 import uuid
 
 from sqlalchemy import text
+from sqlalchemy.engine import Connection
 
 from agent.events import TurnEvent
 from agent.runtime import Runtime
 from agent.scripted_model import ScriptedModel
 from agent.seams import TurnStatus
 from agent.turn_input import TurnInput
-from bench.raw_floor import FOOTPRINT
+from bench.raw_floor import FOOTPRINT, SYNCHRONOUS_NAMES
 from bench.timing import TurnTiming, from_marks
 from bench.workload import BENCH_AGENT, OPENING_TEXT, responder, steps_per_turn
 from storage import SqlStore
@@ -28,9 +29,7 @@ from storage import SqlStore
 STEP_MARKERS = frozenset({"turn.started", "message.completed", "action.completed"})
 """The first durable event of each commit in this workload (see `workload.turn_commits`)."""
 
-SQLITE_DURABILITY = ("journal_mode", "synchronous")
 POSTGRES_DURABILITY = ("fsync", "synchronous_commit", "wal_sync_method")
-SYNCHRONOUS_NAMES = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
 
 
 class EngineBench:
@@ -93,23 +92,25 @@ class EngineBench:
         raise RuntimeError(f"the runtime never released the lease on {key!r}")
 
     async def durability(self) -> str:
-        """The engine connection's own durability settings, read through its own pool."""
-        async with self.store.engine.connect() as conn:
-            if conn.dialect.name == "sqlite":
-                values = [
-                    (await conn.exec_driver_sql(f"PRAGMA {name}")).scalar_one()
-                    for name in SQLITE_DURABILITY
-                ]
-                mode, sync = values
-                return f"journal_mode={mode} synchronous={SYNCHRONOUS_NAMES.get(sync, sync)}"
-            shown = [
-                f"{name}={(await conn.execute(text(f'SHOW {name}'))).scalar_one()}"
-                for name in POSTGRES_DURABILITY
-            ]
-            return " ".join(shown)
+        """The engine connection's own durability settings, read through the store itself."""
+        return await self.store.run_sync(_durability)
 
     async def footprint(self, key: str, turn_id: str) -> tuple[int, int]:
         """(rows, body characters) the turn wrote, to check the floor wrote the same."""
-        async with self.store.engine.connect() as conn:
-            row = (await conn.execute(text(FOOTPRINT), {"session": key, "turn": turn_id})).one()
-        return int(row[0]), int(row[1])
+
+        def count(conn: Connection) -> tuple[int, int]:
+            row = conn.execute(text(FOOTPRINT), {"session": key, "turn": turn_id}).one()
+            return int(row[0]), int(row[1])
+
+        return await self.store.run_sync(count)
+
+
+def _durability(conn: Connection) -> str:
+    if conn.dialect.name == "sqlite":
+        mode = conn.exec_driver_sql("PRAGMA journal_mode").scalar_one()
+        sync = conn.exec_driver_sql("PRAGMA synchronous").scalar_one()
+        return f"journal_mode={mode} synchronous={SYNCHRONOUS_NAMES.get(sync, sync)}"
+    shown = [
+        f"{name}={conn.execute(text(f'SHOW {name}')).scalar_one()}" for name in POSTGRES_DURABILITY
+    ]
+    return " ".join(shown)

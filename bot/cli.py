@@ -4,37 +4,51 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import sys
 
-from bot.settings import Settings
+from bot.settings import ConfigError, Settings
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bot", description="Slack bot on a durable turn engine")
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="run the offline demo turn (SQLite, scripted model)")
-    demo.add_argument("--database-url", default=None, help="default: DATABASE_URL or SQLite")
+    demo = sub.add_parser("demo", help="offline demo: a Slack thread against a local stand-in")
+    demo.add_argument("--database-url", default=None, help="default: a fresh SQLite file")
+    demo.add_argument(
+        "--engine", action="store_true", help="the engine-only demo (one turn, events printed)"
+    )
     db = sub.add_parser("db", help="database schema")
     db_sub = db.add_subparsers(dest="db_command", required=True)
     upgrade = db_sub.add_parser("upgrade", help="apply migrations up to this code's schema")
     upgrade.add_argument("--database-url", default=None)
     current = db_sub.add_parser("current", help="print the schema revision in the database")
     current.add_argument("--database-url", default=None)
-    for name in ("serve", "socket", "clock"):
-        sub.add_parser(name, help=f"{name} (not configured yet)")
+    sub.add_parser("serve", help="HTTP mode: /slack/events and /healthz on PORT")
+    sub.add_parser("socket", help="Socket Mode (local development, no public URL)")
+    sub.add_parser("clock", help="fire the agent's schedules")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     args = _parser().parse_args(argv)
     settings = Settings()
+    from bot.logs import setup_logging
+
+    quiet = args.command in ("demo", "db")
+    setup_logging(
+        level="WARNING" if quiet else settings.log_level,
+        fmt="text" if quiet else settings.log_format,
+        secrets=settings.secrets(),
+    )
     url = getattr(args, "database_url", None) or settings.database_url
     if args.command == "demo":
-        from bot.demo import run_demo
+        if args.engine:
+            from bot.demo import run_demo
 
-        return asyncio.run(run_demo(url))
+            return asyncio.run(run_demo(url))
+        from bot.slack_demo import run_slack_demo
+
+        return asyncio.run(run_slack_demo(args.database_url))
     if args.command == "db":
         from storage import current_revision, upgrade_database
 
@@ -44,12 +58,18 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         print(asyncio.run(current_revision(url)) or "(empty database)")
         return 0
-    print(
-        f"bot {args.command}: not configured yet — the Slack surface is not built in this "
-        "version; run `bot demo` for the offline engine demo",
-        file=sys.stderr,
-    )
-    return 2
+    try:
+        settings.require(args.command)
+    except ConfigError as err:
+        print(err, file=sys.stderr)
+        return 2
+    from bot import commands
+
+    runner = {"serve": commands.serve, "socket": commands.socket_mode, "clock": commands.clock}
+    try:
+        return asyncio.run(runner[args.command](settings))
+    except KeyboardInterrupt:
+        return 0
 
 
 if __name__ == "__main__":

@@ -1,15 +1,33 @@
-"""Configuration, read once at start from the environment and passed down (no globals)."""
+"""Configuration, read once at start from the environment (and `.env`) and passed down.
+
+Each command needs a different subset; `require(command)` names everything missing at once, so
+an operator fixes their environment in one go instead of one error per restart. Secrets are
+`SecretStr`: they print as `**********` in logs, reprs and tracebacks.
+"""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./data/bot.db"
+DEFAULT_AGENT_DIR = Path(__file__).resolve().parent.parent / "examples" / "ops_agent"
+
+NEEDS: dict[str, tuple[str, ...]] = {
+    "serve": ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "ANTHROPIC_API_KEY"),
+    "socket": ("SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "ANTHROPIC_API_KEY"),
+    "clock": ("SLACK_BOT_TOKEN", "ANTHROPIC_API_KEY"),
+}
+
+
+class ConfigError(Exception):
+    """Settings a command needs are missing; the message lists all of them."""
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_file=".env", extra="ignore")
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore", populate_by_name=True)
 
     database_url: str = Field(default=DEFAULT_DATABASE_URL, alias="DATABASE_URL")
     redis_url: str | None = Field(default=None, alias="REDIS_URL")
@@ -21,4 +39,52 @@ class Settings(BaseSettings):
     anthropic_base_url: str | None = Field(default=None, alias="ANTHROPIC_BASE_URL")
     anthropic_model: str = Field(default="claude-sonnet-4-5", alias="ANTHROPIC_MODEL")
     agent_dir: str | None = Field(default=None, alias="AGENT_DIR")
+    host: str = Field(default="0.0.0.0", alias="HOST")
     port: int = Field(default=3000, alias="PORT")
+
+    replace_in_flight: bool = Field(default=True, alias="REPLACE_IN_FLIGHT")
+    """A newer message in a thread supersedes the unfinished reply (never a parked approval)."""
+    reset_command: str = Field(default="/agent-reset", alias="RESET_COMMAND")
+    stream_max_age: float = Field(default=270.0, alias="STREAM_MAX_AGE_SECONDS")
+    """Slack ends a stream about five minutes after it starts; roll over a little before."""
+    flush_interval: float = Field(default=1.0, alias="STREAM_FLUSH_SECONDS")
+    flush_chars: int = Field(default=400, alias="STREAM_FLUSH_CHARS")
+    cron_grace: float = Field(default=3600.0, alias="CRON_GRACE_SECONDS")
+    """A fire missed by at most this much (the clock was down) still runs, once."""
+    log_level: str = Field(default="INFO", alias="LOG_LEVEL")
+    log_format: str = Field(default="json", alias="LOG_FORMAT")
+
+    def require(self, command: str) -> None:
+        """Raise `ConfigError` listing every setting `command` needs and lacks."""
+        missing = [name for name in NEEDS.get(command, ()) if not self._present(name)]
+        if missing:
+            raise ConfigError(
+                f"`bot {command}` cannot start: missing setting{'s' if len(missing) > 1 else ''} "
+                f"{', '.join(missing)}. Set {'them' if len(missing) > 1 else 'it'} in the "
+                "environment or in .env (see the README's configuration table)."
+            )
+
+    def _present(self, alias: str) -> bool:
+        for name, info in type(self).model_fields.items():
+            if info.alias == alias:
+                value = getattr(self, name)
+                if isinstance(value, SecretStr):
+                    return bool(value.get_secret_value().strip())
+                return bool(value)
+        return False
+
+    def agent_path(self) -> Path:
+        return Path(self.agent_dir) if self.agent_dir else DEFAULT_AGENT_DIR
+
+    def secrets(self) -> list[str]:
+        """Values that must never reach a log line."""
+        found = []
+        for value in (
+            self.slack_bot_token,
+            self.slack_signing_secret,
+            self.slack_app_token,
+            self.anthropic_api_key,
+        ):
+            if value is not None and value.get_secret_value():
+                found.append(value.get_secret_value())
+        return found

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from agent.seams import SessionStore
 from storage.memory_store import MemoryStore
 from storage.migrate import current_revision, upgrade_database
 from storage.sql_store import SqlStore
@@ -18,11 +19,12 @@ __all__ = [
 ]
 
 
-async def open_store(url: str | None) -> MemoryStore | SqlStore:
+async def open_store(url: str | None) -> SessionStore:
     """The store a URL names: None or "memory" for `MemoryStore`, else a migrated SQL database.
 
     A SQL database must already be at this code's schema revision (`bot db upgrade`); opening
-    never migrates, so several processes starting at once cannot race a migration.
+    never migrates, so several processes starting at once cannot race a migration. (The return
+    type is also where mypy proves that both stores satisfy the `SessionStore` Protocol.)
     """
     if url is None or url == "memory":
         return MemoryStore()

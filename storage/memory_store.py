@@ -1,8 +1,9 @@
 """`MemoryStore`: the `SessionStore` seam in dicts, for tests, examples and the offline demo.
 
-It keeps the SQL store's semantics (lease fencing, the suspended refusal, gapless event seqs,
-conflicts leaving nothing behind) so code tested against it behaves the same on SQL. It keeps
-values as the JSON text SQL would hold, so nothing read back aliases what a caller passed in.
+It keeps the SQL store's semantics (lease fencing, the suspended refusal, gapless event seqs that
+survive resets, conflicts leaving nothing behind, single-winner resumes) so code tested against it
+behaves the same on SQL. It keeps the rows SQL would hold (`storage.memory_state`), so nothing
+read back aliases what a caller passed in.
 
 Two things it cannot do, by design:
 - Local tools get no transactional handle: `ctx.store.unwrap()` raises `FatalToolError`, so a
@@ -17,68 +18,44 @@ atomic with respect to the others, as a transaction would be.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import NoReturn, TypeVar
+import time
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
-from agent.errors import FatalToolError, LeaseLostError, SessionSuspendedError, StepConflictError
+from agent.errors import LeaseLostError
 from agent.events import TurnEvent, event_from_json
 from agent.messages import JsonValue, Message, message_from_json
 from agent.seams import (
-    UNFINISHED,
+    ArchivedGeneration,
+    ConfirmationRecord,
+    ConfirmationStatus,
+    FactRecord,
     Lease,
+    ReceiptRecord,
+    ReceiptStatus,
     SessionRecord,
-    SessionStatus,
     StepCommit,
     StoreHandle,
+    TurnKind,
     TurnRecord,
-    TurnStatus,
 )
 from agent.turn_input import TurnInput
+from storage import memory_ledgers as ledgers
+from storage import memory_state as ops
+from storage.json_text import load_json
+from storage.ledger_records import confirmation_answer, confirmation_record
+from storage.memory_state import NoHandle, RowIds, Rows, SessionState
 from storage.records import (
-    EncodedCommit,
-    EventRow,
+    RESET_INPUT,
     encode_commit,
-    load_json,
+    encode_events,
+    new_turn,
     numbered,
-    parked_on_other_turn,
     session_record,
-    suspended_message,
     turn_record,
 )
 
 R = TypeVar("R")
-
-
-@dataclass
-class _Turn:
-    turn_id: str
-    seq: int
-    status: str
-    input: str
-    result: str | None = None
-    cancel_reason: str | None = None
-
-
-@dataclass
-class _Session:
-    status: str = SessionStatus.NEW.value
-    generation: int = 0
-    lease_owner: str | None = None
-    lease_epoch: int = 0
-    lease_expires_at: float = 0.0
-    event_seq: int = 0
-    pending: str | None = None
-    turns: dict[str, _Turn] = field(default_factory=dict)
-    messages: dict[int, str] = field(default_factory=dict)
-    steps: dict[str, tuple[str, str]] = field(default_factory=dict)
-    """step id -> (turn id, value); dicts keep insertion order, which is commit order."""
-    events: list[tuple[int, EventRow]] = field(default_factory=list)
-
-
-class _NoHandle:
-    def unwrap(self) -> NoReturn:
-        raise FatalToolError("this backend has no transactional store handle")
 
 
 class MemoryStore:
@@ -86,104 +63,152 @@ class MemoryStore:
 
     def __init__(self) -> None:
         self._lock = asyncio.Lock()
-        self._sessions: dict[str, _Session] = {}
-        self._turn_seq = 0
+        self._sessions: dict[str, SessionState] = {}
+        self._ids = RowIds()
 
     async def close(self) -> None:
         """Nothing to release; kept so the store is interchangeable with `SqlStore`."""
 
-    # -- turns ------------------------------------------------------------------------------
+    def _state(self, session: str) -> SessionState:
+        return self._sessions.setdefault(session, SessionState(key=session))
+
+    # -- turns ----------------------------------------------------------------------------------
 
     async def enqueue_turn(
-        self, session: str, turn_id: str, input: TurnInput
+        self,
+        session: str,
+        turn_id: str,
+        input: TurnInput,
+        *,
+        cancel_unfinished: str | None = None,
     ) -> tuple[TurnRecord, bool]:
+        row = new_turn(
+            session, turn_id, input.model_dump_json(), kind=TurnKind.TURN, now=time.time()
+        )
         async with self._lock:
-            state = self._sessions.setdefault(session, _Session())
-            existing = state.turns.get(turn_id)
-            if existing is not None:
-                return _record(session, existing), False
-            if parked_on_other_turn(state.status, state.pending, turn_id):
-                raise SessionSuspendedError(suspended_message(session, state.pending))
-            self._turn_seq += 1
-            turn = _Turn(
-                turn_id=turn_id,
-                seq=self._turn_seq,
-                status=TurnStatus.QUEUED.value,
-                input=input.model_dump_json(),
+            return ops.enqueue(
+                self._state(session),
+                self._ids,
+                row,
+                refuse_if_parked=True,
+                cancel_unfinished=cancel_unfinished,
             )
-            state.turns[turn_id] = turn
-            return _record(session, turn), True
+
+    async def enqueue_reset(self, session: str, reset_id: str) -> TurnRecord:
+        row = new_turn(session, reset_id, RESET_INPUT, kind=TurnKind.RESET, now=time.time())
+        async with self._lock:
+            record, _ = ops.enqueue(
+                self._state(session),
+                self._ids,
+                row,
+                refuse_if_parked=False,
+                cancel_unfinished="reset",
+            )
+            return record
+
+    async def apply_reset(
+        self, lease: Lease, reset_id: str, events: Sequence[TurnEvent], ttl: float, now: float
+    ) -> tuple[int, list[TurnEvent]]:
+        rows = encode_events(lease.session, events)
+        async with self._lock:
+            state = self._fence(lease)
+            archived, last_seq = ops.apply_reset(state, reset_id, rows, now + ttl)
+        return archived, numbered(events, last_seq)
+
+    async def read_archive(self, session: str, generation: int) -> ArchivedGeneration:
+        async with self._lock:
+            return ops.read_archive(self._sessions.get(session), session, generation)
+
+    async def request_cancel(self, session: str, turn_id: str, reason: str) -> TurnRecord | None:
+        async with self._lock:
+            state = self._sessions.get(session)
+            return None if state is None else ops.request_cancel(state, turn_id, reason)
+
+    async def resume_turn(
+        self,
+        session: str,
+        turn_id: str,
+        *,
+        expected_pending: JsonValue,
+        answer_step: str,
+        answer: JsonValue,
+    ) -> None:
+        async with self._lock:
+            ops.resume(
+                self._sessions.get(session),
+                self._ids,
+                turn_id,
+                expected_pending,
+                answer_step,
+                answer,
+            )
 
     async def get_turn(self, session: str, turn_id: str) -> TurnRecord | None:
         async with self._lock:
             state = self._sessions.get(session)
-            turn = state.turns.get(turn_id) if state else None
-            return None if turn is None else _record(session, turn)
+            row = state.turns.get(turn_id) if state else None
+            return None if row is None else turn_record(row)
 
     async def next_turn(self, session: str) -> TurnRecord | None:
-        unfinished = {status.value for status in UNFINISHED}
         async with self._lock:
-            for turn in self._turns(session):
-                if turn.status in unfinished:
-                    return _record(session, turn)
+            for row in self._turns(session):
+                if row["status"] in ops.UNFINISHED_VALUES:
+                    return turn_record(row)
             return None
 
     async def list_turns(self, session: str) -> list[TurnRecord]:
         async with self._lock:
-            return [_record(session, turn) for turn in self._turns(session)]
+            state = self._sessions.get(session)
+            live = state.generation if state else 0
+            return [turn_record(r) for r in self._turns(session) if r["generation"] == live]
+
+    async def open_turns(self) -> list[TurnRecord]:
+        async with self._lock:
+            rows = [row for state in self._sessions.values() for row in state.turns.values()]
+        opened = [row for row in rows if row["status"] in ops.OPEN_VALUES]
+        return [turn_record(row) for row in sorted(opened, key=lambda row: int(row["id"]))]
 
     async def get_session(self, session: str) -> SessionRecord | None:
         async with self._lock:
             state = self._sessions.get(session)
-            if state is None:
-                return None
-            return session_record(
-                key=session,
-                status=state.status,
-                generation=state.generation,
-                lease_owner=state.lease_owner,
-                lease_epoch=state.lease_epoch,
-                lease_expires_at=state.lease_expires_at,
-                pending=state.pending,
-            )
+            return None if state is None else session_record(state.row())
 
     async def load_transcript(self, session: str) -> list[Message]:
         async with self._lock:
             state = self._sessions.get(session)
-            bodies = [state.messages[idx] for idx in sorted(state.messages)] if state else []
+            bodies = [state.messages[i]["body"] for i in sorted(state.messages)] if state else []
         return [message_from_json(body) for body in bodies]
 
     async def load_steps(self, session: str, turn_id: str) -> dict[str, JsonValue]:
         async with self._lock:
             state = self._sessions.get(session)
-            rows = list(state.steps.items()) if state else []
-        return {step_id: load_json(value) for step_id, (turn, value) in rows if turn == turn_id}
+            rows = list(state.steps.values()) if state else []
+        return {r["step_id"]: load_json(r["value"]) for r in rows if r["turn_id"] == turn_id}
 
     async def read_events(
         self, session: str, after_seq: int = 0, limit: int | None = None
     ) -> list[TurnEvent]:
         async with self._lock:
             state = self._sessions.get(session)
-            rows = [(seq, row) for seq, row in state.events if seq > after_seq] if state else []
-        if limit is not None:
-            rows = rows[:limit]
-        return [event_from_json(row.body, session=session, seq=seq) for seq, row in rows]
+            rows = [row for row in state.events if row["seq"] > after_seq] if state else []
+        return [
+            event_from_json(row["body"], session=session, seq=row["seq"]) for row in rows[:limit]
+        ]
 
     async def recoverable_sessions(self, now: float) -> list[str]:
-        unfinished = {status.value for status in UNFINISHED}
         async with self._lock:
             return sorted(
                 key
                 for key, state in self._sessions.items()
                 if (state.lease_owner is None or state.lease_expires_at < now)
-                and any(turn.status in unfinished for turn in state.turns.values())
+                and any(t["status"] in ops.UNFINISHED_VALUES for t in state.turns.values())
             )
 
-    def _turns(self, session: str) -> list[_Turn]:
+    def _turns(self, session: str) -> list[Rows]:
         state = self._sessions.get(session)
-        return sorted(state.turns.values(), key=lambda t: t.seq) if state else []
+        return state.turns_in_order() if state else []
 
-    # -- leases -----------------------------------------------------------------------------
+    # -- leases and step commits ----------------------------------------------------------------
 
     async def acquire_lease(self, session: str, owner: str, ttl: float, now: float) -> Lease | None:
         async with self._lock:
@@ -210,13 +235,13 @@ class MemoryStore:
                 state.lease_owner = None
                 state.lease_expires_at = 0.0
 
-    def _held(self, lease: Lease) -> _Session | None:
+    def _held(self, lease: Lease) -> SessionState | None:
         state = self._sessions.get(lease.session)
         if state is None or state.lease_owner != lease.owner or state.lease_epoch != lease.epoch:
             return None
         return state
 
-    def _fence(self, lease: Lease) -> _Session:
+    def _fence(self, lease: Lease) -> SessionState:
         state = self._held(lease)
         if state is None:
             raise LeaseLostError(
@@ -225,15 +250,14 @@ class MemoryStore:
             )
         return state
 
-    # -- step commits -----------------------------------------------------------------------
-
     async def commit(
         self, lease: Lease, commit: StepCommit, ttl: float, now: float
     ) -> list[TurnEvent]:
         encoded = encode_commit(lease.session, commit)
         async with self._lock:
             state = self._fence(lease)
-            return self._apply(state, commit, encoded, ttl, now)
+            last_seq = ops.apply_commit(state, self._ids, commit, encoded, now + ttl)
+        return numbered(commit.events, last_seq)
 
     async def commit_local(
         self,
@@ -245,54 +269,105 @@ class MemoryStore:
     ) -> tuple[R, list[TurnEvent]]:
         async with self._lock:
             state = self._fence(lease)
-            result = run(_NoHandle())
+            result = run(NoHandle())
             commit = build(result)
             encoded = encode_commit(lease.session, commit)
-            return result, self._apply(state, commit, encoded, ttl, now)
+            last_seq = ops.apply_commit(state, self._ids, commit, encoded, now + ttl)
+        return result, numbered(commit.events, last_seq)
 
-    def _apply(
-        self, state: _Session, commit: StepCommit, encoded: EncodedCommit, ttl: float, now: float
-    ) -> list[TurnEvent]:
-        """Check every key first, then write: a conflict must leave nothing behind, as on SQL."""
-        indexes = [m.idx for m in encoded.messages]
-        if (
-            (commit.step_id is not None and commit.step_id in state.steps)
-            or len(set(indexes)) != len(indexes)
-            or any(idx in state.messages for idx in indexes)
-        ):
-            raise StepConflictError(
-                f"session already has step {commit.step_id!r} or one of message indexes {indexes}"
+    # -- confirmations, receipts, facts ---------------------------------------------------------
+
+    async def get_confirmation(
+        self, session: str, confirmation_id: str
+    ) -> ConfirmationRecord | None:
+        async with self._lock:
+            state = self._sessions.get(session)
+            row = state.confirmations.get(confirmation_id) if state else None
+            return None if row is None else confirmation_record(row)
+
+    async def list_confirmations(
+        self, session: str, status: ConfirmationStatus | None = None
+    ) -> list[ConfirmationRecord]:
+        async with self._lock:
+            return ledgers.list_confirmations(self._sessions.get(session), status)
+
+    async def resolve_confirmation(
+        self,
+        session: str,
+        confirmation_id: str,
+        *,
+        accepted: bool,
+        by: str | None,
+        follow_up_turn: str,
+        follow_up: TurnInput,
+        events: Sequence[TurnEvent],
+        now: float,
+    ) -> tuple[TurnRecord, list[TurnEvent]]:
+        rows = encode_events(session, events)
+        answer = confirmation_answer(accepted, by, follow_up_turn, now)
+        turn = new_turn(
+            session, follow_up_turn, follow_up.model_dump_json(), kind=TurnKind.TURN, now=now
+        )
+        async with self._lock:
+            record, last_seq = ledgers.resolve_confirmation(
+                self._sessions.get(session), self._ids, confirmation_id, answer, turn, rows
             )
-        state.lease_expires_at = now + ttl
-        if commit.session_status is not None:
-            state.status = SessionStatus(commit.session_status).value
-        if commit.set_pending:
-            state.pending = encoded.pending
-        if commit.step_id is not None and encoded.step_value is not None:
-            state.steps[commit.step_id] = (commit.turn_id, encoded.step_value)
-        for m in encoded.messages:
-            state.messages[m.idx] = m.body
-        for row in encoded.events:
-            state.event_seq += 1
-            state.events.append((state.event_seq, row))
-        turn = state.turns.get(commit.turn_id)
-        if turn is not None:
-            if commit.turn_status is not None:
-                turn.status = TurnStatus(commit.turn_status).value
-            if encoded.turn_result is not None:
-                turn.result = encoded.turn_result
-            if encoded.cancel_reason is not None:
-                turn.cancel_reason = encoded.cancel_reason
-        return numbered(commit.events, state.event_seq)
+        return record, numbered(events, last_seq)
 
+    async def get_receipt(self, session: str, key: str) -> ReceiptRecord | None:
+        async with self._lock:
+            return ledgers.get_receipt(self._sessions.get(session), key)
 
-def _record(session: str, turn: _Turn) -> TurnRecord:
-    return turn_record(
-        session=session,
-        turn_id=turn.turn_id,
-        seq=turn.seq,
-        status=turn.status,
-        input=turn.input,
-        result=turn.result,
-        cancel_reason=turn.cancel_reason,
-    )
+    async def prepare_receipt(
+        self, lease: Lease, receipt: ReceiptRecord, ttl: float, now: float
+    ) -> ReceiptRecord:
+        if receipt.session != lease.session:
+            raise ValueError(f"receipt for {receipt.session!r} prepared under {lease.session!r}")
+        async with self._lock:
+            state = self._fence(lease)
+            prepared = ledgers.prepare_receipt(state, self._ids, receipt)
+            state.lease_expires_at = now + ttl
+            return prepared
+
+    async def settle_receipt(
+        self,
+        session: str,
+        key: str,
+        receipt_id: str,
+        status: ReceiptStatus,
+        *,
+        value: JsonValue = None,
+        error: str | None = None,
+        from_statuses: Sequence[ReceiptStatus] = (ReceiptStatus.PREPARED,),
+        now: float,
+    ) -> ReceiptRecord:
+        async with self._lock:
+            return ledgers.settle_receipt(
+                self._sessions.get(session),
+                key,
+                receipt_id,
+                status,
+                value,
+                error,
+                from_statuses,
+                now,
+            )
+
+    async def list_receipts(
+        self, *, session: str | None = None, status: ReceiptStatus | None = None
+    ) -> list[ReceiptRecord]:
+        async with self._lock:
+            if session is None:
+                states = list(self._sessions.values())
+            else:
+                states = [s for s in (self._sessions.get(session),) if s is not None]
+            return ledgers.list_receipts(states, status)
+
+    async def get_fact(self, session: str, key: str) -> FactRecord | None:
+        async with self._lock:
+            history = ledgers.fact_history(self._sessions.get(session), key)
+        return history[-1] if history else None
+
+    async def fact_history(self, session: str, key: str) -> list[FactRecord]:
+        async with self._lock:
+            return ledgers.fact_history(self._sessions.get(session), key)

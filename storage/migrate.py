@@ -3,12 +3,14 @@
 The app never migrates on its own at start: with several web and worker processes, an automatic
 upgrade would race, and a rollback to older code would run against a schema it does not know.
 Instead `bot db upgrade` calls `upgrade_database`, and `SqlStore.open` calls `verify_schema`,
-which refuses to run on any revision but the one this code ships with.
+which refuses to run on any revision but the newest one among the shipped migration scripts.
+"Newest" is read from the scripts themselves, so a revision added later (a `0002_...` with
+`down_revision = "0001"`) needs no constant bumped anywhere: upgrade applies it, open requires it.
 
 Alembic is configured in code (no alembic.ini): the scripts live inside the package, so an
-installed wheel can migrate its own database. Alembic's machinery is synchronous; it runs on the
-async engine's connection through `run_sync`, so the same SQLite and PostgreSQL setup (pragmas,
-BEGIN IMMEDIATE) applies to migrations as to the store.
+installed wheel can migrate its own database. Alembic's machinery is synchronous; it runs as a
+transaction body through the dialect's executor, so the same SQLite and PostgreSQL setup
+(pragmas, BEGIN IMMEDIATE) applies to migrations as to the store.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ from sqlalchemy import inspect
 from sqlalchemy.engine import Connection
 
 from agent.errors import SchemaMismatchError
-from storage.sql_dialects import WRITE_OPTION, dialect_for
-from storage.sql_schema import HEAD_REVISION, metadata
+from storage.sql_dialects import dialect_for
+from storage.sql_schema import metadata
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 UPGRADE_COMMAND = "bot db upgrade"
@@ -39,18 +41,17 @@ def alembic_config() -> Config:
 
 
 def head_revision() -> str | None:
-    """The newest revision among the shipped scripts (should equal `HEAD_REVISION`)."""
+    """The newest revision among the migration scripts: the one this code runs on."""
     return ScriptDirectory.from_config(alembic_config()).get_current_head()
 
 
 async def upgrade_database(url: str) -> None:
     """Bring the database at `url` to the newest revision; a no-op when it is already there."""
-    engine = dialect_for(url).create_engine().execution_options(**{WRITE_OPTION: True})
+    executor = dialect_for(url).executor()
     try:
-        async with engine.begin() as conn:
-            await conn.run_sync(_upgrade)
+        await executor.write(_upgrade)
     finally:
-        await engine.dispose()
+        await executor.close()
 
 
 def _upgrade(connection: Connection) -> None:
@@ -61,12 +62,11 @@ def _upgrade(connection: Connection) -> None:
 
 async def current_revision(url: str) -> str | None:
     """The revision the database at `url` is at, or None if it was never migrated."""
-    engine = dialect_for(url).create_engine()
+    executor = dialect_for(url).executor()
     try:
-        async with engine.connect() as conn:
-            return await conn.run_sync(_read_revision)
+        return await executor.read(_read_revision)
     finally:
-        await engine.dispose()
+        await executor.close()
 
 
 def _read_revision(connection: Connection) -> str | None:
@@ -74,35 +74,32 @@ def _read_revision(connection: Connection) -> str | None:
 
 
 def verify_schema(connection: Connection) -> None:
-    """Raise `SchemaMismatchError` unless the database is at exactly this code's revision.
+    """Raise `SchemaMismatchError` unless the database is at exactly the scripts' head revision.
 
     Checked once per `SqlStore.open`, so a misdeployed process stops at start with a message
     saying what to run, not mid-turn with a missing column.
     """
+    directory = ScriptDirectory.from_config(alembic_config())
+    head = directory.get_current_head()
     present = set(inspect(connection).get_table_names())
     revision = _read_revision(connection) if "alembic_version" in present else None
     missing = sorted(set(metadata.tables) - present)
-    if revision == HEAD_REVISION and not missing:
+    if revision == head and not missing:
         return
     if revision is None:
         problem = "the database has no schema yet"
-    elif revision == HEAD_REVISION:
+    elif revision == head:
         raise SchemaMismatchError(
             f"the database is marked as revision {revision} but tables {', '.join(missing)} are "
             f"missing; restore them from a backup (`{UPGRADE_COMMAND}` cannot, it sees the "
             "schema as current) or start from an empty database and run it there."
         )
-    elif _known_revision(revision):
-        problem = f"the database schema is at revision {revision}, this code needs {HEAD_REVISION}"
+    elif any(script.revision == revision for script in directory.walk_revisions()):
+        problem = f"the database schema is at revision {revision}, this code needs {head}"
     else:
         raise SchemaMismatchError(
             f"the database schema is at revision {revision!r}, which this code does not know "
-            f"(it needs {HEAD_REVISION}): it was probably migrated by newer code. Deploy that "
-            f"code, or, if the database is older than this code, run `{UPGRADE_COMMAND}`."
+            f"(it needs {head}): it was probably migrated by newer code. Deploy that code, or, "
+            f"if the database is older than this code, run `{UPGRADE_COMMAND}`."
         )
     raise SchemaMismatchError(f"{problem}; run `{UPGRADE_COMMAND}`.")
-
-
-def _known_revision(revision: str) -> bool:
-    scripts = ScriptDirectory.from_config(alembic_config())
-    return any(script.revision == revision for script in scripts.walk_revisions())

@@ -1,28 +1,30 @@
-"""The storage boundary: engine records in, JSON text out, and back.
+"""The storage boundary: engine records in, rows of JSON text out, and back.
 
-Both stores encode through here, so `MemoryStore` keeps exactly what `SqlStore` would (a value
-that does not survive JSON fails on both; `TurnInput.inbound.raw` is dropped by both) and a
-value read back is never the caller's object.
+Both stores encode through here and keep the same rows (mappings keyed by the SQL column names),
+so `MemoryStore` keeps exactly what `SqlStore` would: a value that does not survive JSON fails on
+both, `TurnInput.inbound.raw` is dropped by both, and a value read back is never the caller's
+object. Confirmations, receipts and facts are in `storage.ledger_records`.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from agent.events import TurnCancelled, TurnEvent, event_to_json
-from agent.messages import JsonValue, message_to_json
-from agent.seams import SessionRecord, SessionStatus, StepCommit, TurnRecord, TurnStatus
+from agent.messages import message_to_json
+from agent.seams import (
+    SessionRecord,
+    SessionStatus,
+    StepCommit,
+    TurnKind,
+    TurnRecord,
+    TurnStatus,
+)
 from agent.turn_input import TurnInput
-
-
-def dump_json(value: JsonValue) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def load_json(text: str | None) -> JsonValue:
-    return None if text is None else json.loads(text)
+from storage.json_text import canonical_json, dump_json, load_json
+from storage.ledger_records import Row, confirmation_values, fact_values
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,32 +52,42 @@ class EncodedCommit:
     turn_result: str | None
     cancel_reason: str | None
     pending: str | None
+    confirmations: list[dict[str, Any]] = field(default_factory=list)
+    facts: list[dict[str, Any]] = field(default_factory=list)
 
 
-def encode_commit(session: str, commit: StepCommit) -> EncodedCommit:
-    """Serialise a commit, refusing what would corrupt the log rather than storing it.
+def encode_events(session: str, events: Sequence[TurnEvent]) -> list[EventRow]:
+    """Serialise events for the durable log, refusing what would corrupt it.
 
-    A live-only delta in the durable log would be replayed to late subscribers, and an event of
-    another session would be read back as this session's (its session comes from the row key).
+    A live-only delta in the log would be replayed to late subscribers, and an event of another
+    session would be read back as this session's (its session comes from the row key).
     """
-    for ev in commit.events:
+    for ev in events:
         if ev.type == "message.delta":
             raise ValueError("message.delta events are live only and are never committed")
         if ev.session != session:
             raise ValueError(f"event for session {ev.session!r} committed under {session!r}")
+    return [EventRow(turn_id=ev.turn_id, type=ev.type, body=event_to_json(ev)) for ev in events]
+
+
+def encode_commit(session: str, commit: StepCommit) -> EncodedCommit:
+    """Serialise a whole commit before its transaction starts, so a value that cannot be stored
+    fails without having taken a lock."""
+    stray = {c.session for c in commit.confirmations} | {f.session for f in commit.facts}
+    if stray - {session}:
+        raise ValueError(f"records for sessions {sorted(stray)} committed under {session!r}")
     return EncodedCommit(
         step_value=dump_json(commit.step_value) if commit.step_id is not None else None,
         messages=[
             MessageRow(idx=idx, turn_id=msg.turn_id, role=msg.role, body=message_to_json(msg))
             for idx, msg in commit.messages
         ],
-        events=[
-            EventRow(turn_id=ev.turn_id, type=ev.type, body=event_to_json(ev))
-            for ev in commit.events
-        ],
+        events=encode_events(session, commit.events),
         turn_result=dump_json(commit.turn_result) if commit.turn_result is not None else None,
         cancel_reason=cancel_reason(commit),
-        pending=dump_json(commit.pending) if commit.pending is not None else None,
+        pending=canonical_json(commit.pending) if commit.pending is not None else None,
+        confirmations=[confirmation_values(c) for c in commit.confirmations],
+        facts=[fact_values(f) for f in commit.facts],
     )
 
 
@@ -93,50 +105,77 @@ def cancel_reason(commit: StepCommit) -> str | None:
 
 
 def numbered(events: Sequence[TurnEvent], last_seq: int) -> list[TurnEvent]:
-    """The commit's events with the seqs the fence reserved: `last_seq-n+1 .. last_seq`."""
+    """The events with the seqs their transaction reserved: `last_seq-n+1 .. last_seq`."""
     first = last_seq - len(events) + 1
     return [ev.model_copy(update={"seq": first + i}) for i, ev in enumerate(events)]
 
 
-def turn_record(
-    *,
-    session: str,
-    turn_id: str,
-    seq: int,
-    status: str,
-    input: str,
-    result: str | None,
-    cancel_reason: str | None,
-) -> TurnRecord:
+def event_rows(session: str, rows: Sequence[EventRow], last_seq: int) -> list[dict[str, Any]]:
+    """The `events` rows for encoded events whose seqs end at `last_seq`."""
+    first = last_seq - len(rows) + 1
+    return [
+        {
+            "session_key": session,
+            "seq": first + i,
+            "turn_id": e.turn_id,
+            "type": e.type,
+            "body": e.body,
+        }
+        for i, e in enumerate(rows)
+    ]
+
+
+RESET_INPUT = TurnInput(text="").model_dump_json()
+"""A reset turn's input: it has nothing to say, but `TurnRecord.input` is not optional."""
+
+
+def new_turn(
+    session: str, turn_id: str, input: str, *, kind: TurnKind, now: float
+) -> dict[str, Any]:
+    """A queued turn's row, but for what the store decides in the enqueueing transaction: its
+    `id` (its queue position) and `generation` (the session's, read under the session's lock)."""
+    return {
+        "session_key": session,
+        "turn_id": turn_id,
+        "kind": kind.value,
+        "status": TurnStatus.QUEUED.value,
+        "input": input,
+        "result": None,
+        "cancel_reason": None,
+        "fingerprint": None,
+        "created_at": now,
+    }
+
+
+def turn_record(row: Row) -> TurnRecord:
     return TurnRecord(
-        session=session,
-        turn_id=turn_id,
-        seq=seq,
-        status=TurnStatus(status),
-        input=TurnInput.model_validate_json(input),
-        result=load_json(result),
-        cancel_reason=cancel_reason,
+        session=row["session_key"],
+        turn_id=row["turn_id"],
+        seq=int(row["id"]),
+        status=TurnStatus(row["status"]),
+        input=TurnInput.model_validate_json(row["input"]),
+        result=load_json(row["result"]),
+        cancel_reason=row["cancel_reason"],
+        kind=TurnKind(row["kind"]),
+        fingerprint=row["fingerprint"],
     )
 
 
-def session_record(
-    *,
-    key: str,
-    status: str,
-    generation: int,
-    lease_owner: str | None,
-    lease_epoch: int,
-    lease_expires_at: float,
-    pending: str | None,
-) -> SessionRecord:
+def session_record(row: Row) -> SessionRecord:
     return SessionRecord(
-        key=key,
-        status=SessionStatus(status),
-        generation=generation,
-        lease_owner=lease_owner,
-        lease_epoch=lease_epoch,
-        lease_expires_at=lease_expires_at,
-        pending=load_json(pending),
+        key=row["key"],
+        status=SessionStatus(row["status"]),
+        generation=int(row["generation"]),
+        lease_owner=row["lease_owner"],
+        lease_epoch=int(row["lease_epoch"]),
+        lease_expires_at=float(row["lease_expires_at"]),
+        pending=load_json(row["pending"]),
+    )
+
+
+def reset_result(archived: int) -> str:
+    return dump_json(
+        {"status": "completed", "archived_generation": archived, "generation": archived + 1}
     )
 
 
@@ -148,15 +187,16 @@ def parked_on_other_turn(status: str, pending: str | None, turn_id: str) -> bool
     """
     if status != SessionStatus.SUSPENDED:
         return False
-    parked = load_json(pending)
-    parked_turn = parked.get("turn_id") if isinstance(parked, dict) else None
-    return parked_turn != turn_id
+    return bool(_parked_turn(pending) != turn_id)
 
 
 def suspended_message(session: str, pending: str | None) -> str:
-    parked = load_json(pending)
-    parked_turn = parked.get("turn_id") if isinstance(parked, dict) else None
     return (
-        f"session {session!r} is suspended waiting for input on turn {parked_turn!r}; "
+        f"session {session!r} is suspended waiting for input on turn {_parked_turn(pending)!r}; "
         "answer or cancel it before starting another turn"
     )
+
+
+def _parked_turn(pending: str | None) -> Any:
+    parked = load_json(pending)
+    return parked.get("turn_id") if isinstance(parked, dict) else None

@@ -1,24 +1,25 @@
-"""The hot path of `SqlStore`: one step's commit inside an open write transaction.
+"""The hot path of `SqlStore`: the lease fence and one step's commit, as transaction bodies.
 
 A commit is a handful of statements whatever the transcript's length: the fence UPDATE (which
 checks the lease, extends it and reserves event seqs, all under the session row's lock), then one
 INSERT per table touched and at most one UPDATE of the turn. Nothing here reads the transcript.
+The leases live here too: they are the other half of the fence.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from sqlalchemy import Table, insert, update
+from sqlalchemy import Row, Table, Update, bindparam, insert, or_, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agent.errors import FatalToolError, LeaseLostError, StepConflictError
 from agent.seams import Lease, SessionStatus, StepCommit, StoreHandle, TurnStatus
-from storage.records import EncodedCommit
-from storage.sql_schema import events, messages, sessions, steps, turns
+from storage.records import EncodedCommit, encode_commit, event_rows
+from storage.sql_schema import confirmations, events, facts, messages, sessions, steps, turns
 
 R = TypeVar("R")
 
@@ -39,7 +40,7 @@ class ConnectionHandle:
 
 
 def run_local(connection: Connection, run: Callable[[StoreHandle], R]) -> R:
-    """Run a sync local tool on the step's connection (called through `AsyncConnection.run_sync`).
+    """Run a sync local tool on the step's connection, inside the step's transaction.
 
     The tool's writes are only exactly-once if they commit with the step, so a tool that ends the
     transaction itself is a deployment mistake: fatal, and the step is not committed.
@@ -58,55 +59,198 @@ def run_local(connection: Connection, run: Callable[[StoreHandle], R]) -> R:
     return result
 
 
-def held(lease: Lease) -> tuple[Any, ...]:
-    """WHERE clauses matching the session row only while `lease` is its current lease."""
+# -- leases and the fence -----------------------------------------------------------------------
+# The statements a step runs are built once and executed with parameters: building a Core
+# statement and computing its cache key costs more than SQLite takes to run it, and a step commit
+# is the one thing this store must do fast. SQLAlchemy memoizes a statement object's cache key.
+
+_HELD = (
+    sessions.c.key == bindparam("held_key"),
+    sessions.c.lease_owner == bindparam("held_owner"),
+    sessions.c.lease_epoch == bindparam("held_epoch"),
+)
+"""WHERE clauses matching the session row only while the lease in `_held(lease)` is current."""
+
+
+def _held(lease: Lease) -> dict[str, Any]:
+    return {"held_key": lease.session, "held_owner": lease.owner, "held_epoch": lease.epoch}
+
+
+@functools.cache
+def _fence_statement(events: bool, status: bool, pending: bool, generation: bool) -> Update:
+    values: dict[str, Any] = {
+        "lease_expires_at": bindparam("f_expires"),
+        "updated_at": bindparam("f_now"),
+    }
+    if events:
+        values["event_seq"] = sessions.c.event_seq + bindparam("f_events")
+    if status:
+        values["status"] = bindparam("f_status")
+    if pending:
+        values["pending"] = bindparam("f_pending")
+    if generation:
+        values["generation"] = sessions.c.generation + 1
     return (
-        sessions.c.key == lease.session,
-        sessions.c.lease_owner == lease.owner,
-        sessions.c.lease_epoch == lease.epoch,
+        update(sessions)
+        .where(*_HELD)
+        .values(values)
+        .returning(sessions.c.event_seq, sessions.c.generation)
     )
 
 
-async def fence(
-    conn: AsyncConnection,
+def fence(
+    conn: Connection,
     lease: Lease,
     ttl: float,
     now: float,
-    commit: StepCommit | None = None,
-    encoded: EncodedCommit | None = None,
-) -> int:
-    """Check the lease and reserve the event seqs in one UPDATE; returns the last seq reserved."""
-    values: dict[str, Any] = {"lease_expires_at": now + ttl, "updated_at": now}
-    if commit is not None and encoded is not None:
-        if commit.events:
-            values["event_seq"] = sessions.c.event_seq + len(commit.events)
-        if commit.session_status is not None:
-            values["status"] = SessionStatus(commit.session_status).value
-        if commit.set_pending:
-            values["pending"] = encoded.pending
-    stmt = update(sessions).where(*held(lease)).values(values).returning(sessions.c.event_seq)
-    last_seq = (await conn.execute(stmt)).scalar_one_or_none()
-    if last_seq is None:
+    *,
+    events: int = 0,
+    status: SessionStatus | None = None,
+    set_pending: bool = False,
+    pending: str | None = None,
+    next_generation: bool = False,
+) -> Row[Any]:
+    """Check the lease and extend it in one UPDATE of the session row, which also reserves
+    `events` seqs, and sets the status, `pending` (with `set_pending`) or the next generation.
+
+    Returns the row's `event_seq` (the last seq reserved) and `generation`, as updated. Raises
+    `LeaseLostError` if the lease is gone; nothing else is written then.
+    """
+    stmt = _fence_statement(events > 0, status is not None, set_pending, next_generation)
+    params = {**_held(lease), "f_expires": now + ttl, "f_now": now}
+    if events > 0:
+        params["f_events"] = events
+    if status is not None:
+        params["f_status"] = SessionStatus(status).value
+    if set_pending:
+        params["f_pending"] = pending
+    row = conn.execute(stmt, params).first()
+    if row is None:
         raise LeaseLostError(
             f"lease on session {lease.session!r} (owner {lease.owner!r}, epoch {lease.epoch}) "
             "is no longer held"
         )
-    return int(last_seq)
+    return row
 
 
-async def write_rows(
-    conn: AsyncConnection, session: str, commit: StepCommit, encoded: EncodedCommit, last_seq: int
+def acquire_lease(conn: Connection, session: str, owner: str, ttl: float, now: float) -> int | None:
+    stmt = (
+        update(sessions)
+        .where(
+            sessions.c.key == session,
+            or_(sessions.c.lease_owner.is_(None), sessions.c.lease_expires_at < now),
+        )
+        .values(
+            lease_owner=owner,
+            lease_epoch=sessions.c.lease_epoch + 1,
+            lease_expires_at=now + ttl,
+            updated_at=now,
+        )
+        .returning(sessions.c.lease_epoch)
+    )
+    epoch = conn.execute(stmt).scalar_one_or_none()
+    return None if epoch is None else int(epoch)
+
+
+_RENEW = update(sessions).where(*_HELD).values(lease_expires_at=bindparam("f_expires"))
+_RELEASE = update(sessions).where(*_HELD).values(lease_owner=None, lease_expires_at=0)
+
+
+def renew_lease(conn: Connection, lease: Lease, ttl: float, now: float) -> bool:
+    return conn.execute(_RENEW, {**_held(lease), "f_expires": now + ttl}).rowcount == 1
+
+
+def release_lease(conn: Connection, lease: Lease) -> None:
+    conn.execute(_RELEASE, _held(lease))
+
+
+# -- step commits -------------------------------------------------------------------------------
+
+
+def commit_step(
+    conn: Connection,
+    lease: Lease,
+    commit: StepCommit,
+    encoded: EncodedCommit,
+    ttl: float,
+    now: float,
+) -> int:
+    """The body of `SqlStore.commit`; returns the last event seq reserved."""
+    last_seq = int(_step_fence(conn, lease, commit, encoded, ttl, now).event_seq)
+    write_rows(conn, lease.session, commit, encoded, last_seq)
+    return last_seq
+
+
+def commit_local(
+    conn: Connection,
+    lease: Lease,
+    run: Callable[[StoreHandle], R],
+    build: Callable[[R], StepCommit],
+    ttl: float,
+    now: float,
+) -> tuple[R, StepCommit, int]:
+    """The body of `SqlStore.commit_local`: fence, the tool, then its step, in one transaction.
+
+    The fence comes first so a zombie worker's tool never writes at all; the session row stays
+    locked while the tool runs, which is what makes its writes exactly-once with the step.
+    """
+    last_seq = int(fence(conn, lease, ttl, now).event_seq)
+    result = run_local(conn, run)
+    commit = build(result)
+    encoded = encode_commit(lease.session, commit)
+    if commit.events or commit.session_status is not None or commit.set_pending:
+        last_seq = int(_step_fence(conn, lease, commit, encoded, ttl, now).event_seq)
+    write_rows(conn, lease.session, commit, encoded, last_seq)
+    return result, commit, last_seq
+
+
+def _step_fence(
+    conn: Connection,
+    lease: Lease,
+    commit: StepCommit,
+    encoded: EncodedCommit,
+    ttl: float,
+    now: float,
+) -> Row[Any]:
+    return fence(
+        conn,
+        lease,
+        ttl,
+        now,
+        events=len(commit.events),
+        status=commit.session_status,
+        set_pending=commit.set_pending,
+        pending=encoded.pending,
+    )
+
+
+_INSERT = {table: insert(table) for table in (steps, messages, events, confirmations, facts)}
+
+
+@functools.cache
+def _turn_update(columns: tuple[str, ...]) -> Update:
+    return (
+        update(turns)
+        .where(
+            turns.c.session_key == bindparam("t_session"), turns.c.turn_id == bindparam("t_turn")
+        )
+        .values({name: bindparam(f"t_{name}") for name in columns})
+    )
+
+
+def write_rows(
+    conn: Connection, session: str, commit: StepCommit, encoded: EncodedCommit, last_seq: int
 ) -> None:
+    """Everything a commit writes after the fence; a duplicate key is a `StepConflictError`."""
     try:
         if commit.step_id is not None:
-            await conn.execute(
-                insert(steps).values(
-                    session_key=session,
-                    turn_id=commit.turn_id,
-                    step_id=commit.step_id,
-                    value=encoded.step_value,
-                )
-            )
+            step = {
+                "session_key": session,
+                "turn_id": commit.turn_id,
+                "step_id": commit.step_id,
+                "value": encoded.step_value,
+            }
+            conn.execute(_INSERT[steps], step)
         message_rows = [
             {
                 "session_key": session,
@@ -117,42 +261,32 @@ async def write_rows(
             }
             for m in encoded.messages
         ]
-        await _insert_many(conn, messages, message_rows)
-        first_seq = last_seq - len(encoded.events) + 1
-        event_rows = [
-            {
-                "session_key": session,
-                "seq": first_seq + i,
-                "turn_id": e.turn_id,
-                "type": e.type,
-                "body": e.body,
-            }
-            for i, e in enumerate(encoded.events)
-        ]
-        await _insert_many(conn, events, event_rows)
+        insert_many(conn, messages, message_rows)
+        insert_many(conn, events, event_rows(session, encoded.events, last_seq))
+        insert_many(conn, confirmations, encoded.confirmations)
+        insert_many(conn, facts, encoded.facts)
     except IntegrityError as err:
         raise StepConflictError(
-            f"session {session!r} already has step {commit.step_id!r} or one of message indexes "
-            f"{[m.idx for m in encoded.messages]}"
+            f"session {session!r} already has step {commit.step_id!r}, one of message indexes "
+            f"{[m.idx for m in encoded.messages]}, or one of the commit's confirmations or fact "
+            "versions"
         ) from err
-    turn_values: dict[str, Any] = {}
+    changes: dict[str, Any] = {}
     if commit.turn_status is not None:
-        turn_values["status"] = TurnStatus(commit.turn_status).value
+        changes["status"] = TurnStatus(commit.turn_status).value
     if encoded.turn_result is not None:
-        turn_values["result"] = encoded.turn_result
+        changes["result"] = encoded.turn_result
     if encoded.cancel_reason is not None:
-        turn_values["cancel_reason"] = encoded.cancel_reason
-    if turn_values:
-        await conn.execute(
-            update(turns)
-            .where(turns.c.session_key == session, turns.c.turn_id == commit.turn_id)
-            .values(turn_values)
-        )
+        changes["cancel_reason"] = encoded.cancel_reason
+    if commit.turn_fingerprint is not None:
+        changes["fingerprint"] = commit.turn_fingerprint
+    if changes:
+        params = {f"t_{name}": value for name, value in changes.items()}
+        params.update(t_session=session, t_turn=commit.turn_id)
+        conn.execute(_turn_update(tuple(changes)), params)
 
 
-async def _insert_many(
-    conn: AsyncConnection, table: Table, rows: Sequence[Mapping[str, Any]]
-) -> None:
+def insert_many(conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:
     """One driver call per table: a cached single-row INSERT run as an executemany.
 
     A literal multi-row VALUES would be recompiled on every commit (its SQL depends on the row
@@ -160,4 +294,4 @@ async def _insert_many(
     driver's executemany reuses one prepared statement instead (psycopg pipelines it).
     """
     if rows:
-        await conn.execute(insert(table), list(rows))
+        conn.execute(_INSERT[table], list(rows))

@@ -1,8 +1,8 @@
 """What differs between SQLite and PostgreSQL, kept to a few small overrides.
 
 `SqlStore` and the migrations are written once against SQLAlchemy Core; a `SqlDialect` decides
-how an engine is made and configured and how "insert unless present" is spelled. Everything else
-is the same SQL on both.
+how the engine is made, how a transaction body reaches it (`storage.sql_executor`) and how "insert
+unless present" is spelled. Everything else is the same SQL on both.
 """
 
 from __future__ import annotations
@@ -10,15 +10,26 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Insert, Table, event
+from sqlalchemy import Insert, Table, create_engine, event
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import URL, Connection, make_url
+from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-WRITE_OPTION = "storage_write"
-"""Execution option marking a transaction that will write (SQLite begins those IMMEDIATE)."""
+from storage.sql_executor import WRITE_OPTION, AsyncExecutor, ThreadExecutor, TransactionExecutor
+
+__all__ = [
+    "SQLITE_BUSY_TIMEOUT_MS",
+    "WRITE_OPTION",
+    "PostgresDialect",
+    "SqlDialect",
+    "SqliteDialect",
+    "dialect_for",
+]
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+_SQLITE_DRIVERS = ("sqlite", "sqlite+pysqlite", "sqlite+aiosqlite")
+_POSTGRES_DRIVERS = ("postgresql", "postgresql+psycopg", "postgresql+psycopg_async")
 
 
 class SqlDialect:
@@ -29,16 +40,15 @@ class SqlDialect:
     def __init__(self, url: URL) -> None:
         self.url = url
 
+    def executor(self) -> TransactionExecutor:
+        """A fresh engine behind the executor that runs this dialect's transactions."""
+        raise NotImplementedError
+
     def create_engine(self) -> AsyncEngine:
-        engine = create_async_engine(self.url, **self.engine_options())
-        self.configure(engine)
-        return engine
-
-    def engine_options(self) -> dict[str, Any]:
-        return {}
-
-    def configure(self, engine: AsyncEngine) -> None:
-        """Attach connection-level event hooks to a freshly made engine."""
+        """An async engine with this dialect's connection setup, for components that keep an
+        engine of their own off the step path (the Slack renderer's delivery state). The store
+        itself goes through `executor()`."""
+        raise NotImplementedError
 
     def insert_ignoring_conflict(self, table: Table, *index_elements: str) -> Insert:
         """An INSERT that does nothing when a row with the same key exists (no error raised)."""
@@ -46,7 +56,8 @@ class SqlDialect:
 
 
 class SqliteDialect(SqlDialect):
-    """SQLite through aiosqlite, made to behave like a server database under concurrency.
+    """SQLite through the standard library's sqlite3 on one worker thread per store, made to
+    behave like a server database under concurrency.
 
     The sqlite3 driver's own transaction handling starts transactions late and never for SELECT,
     which breaks atomic read-then-write and lets two processes deadlock on a lock upgrade. So the
@@ -58,18 +69,30 @@ class SqliteDialect(SqlDialect):
 
     name = "sqlite"
 
+    def executor(self) -> TransactionExecutor:
+        self._make_directory()
+        engine = create_engine(self.url)
+        _configure(engine)
+        return ThreadExecutor(engine, name="sqlite-store")
+
     def create_engine(self) -> AsyncEngine:
+        self._make_directory()
+        engine = create_async_engine(self.url.set(drivername="sqlite+aiosqlite"))
+        _configure(engine.sync_engine)
+        return engine
+
+    def _make_directory(self) -> None:
         path = self.url.database
         if path and path != ":memory:" and not path.startswith("file:"):
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        return super().create_engine()
-
-    def configure(self, engine: AsyncEngine) -> None:
-        event.listen(engine.sync_engine, "connect", _sqlite_on_connect)
-        event.listen(engine.sync_engine, "begin", _sqlite_on_begin)
 
     def insert_ignoring_conflict(self, table: Table, *index_elements: str) -> Insert:
         return sqlite.insert(table).on_conflict_do_nothing(index_elements=list(index_elements))
+
+
+def _configure(engine: Engine) -> None:
+    event.listen(engine, "connect", _sqlite_on_connect)
+    event.listen(engine, "begin", _sqlite_on_begin)
 
 
 def _sqlite_on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -94,7 +117,7 @@ def _sqlite_on_begin(conn: Connection) -> None:
 
 
 class PostgresDialect(SqlDialect):
-    """PostgreSQL through psycopg 3.
+    """PostgreSQL through psycopg 3's native asyncio.
 
     READ COMMITTED is enough: every write that must be serialised per session first updates (and
     so row-locks) the session row, and the lease fence is checked by that same UPDATE.
@@ -102,24 +125,28 @@ class PostgresDialect(SqlDialect):
 
     name = "postgresql"
 
-    def engine_options(self) -> dict[str, Any]:
-        return {"pool_pre_ping": True}
+    def executor(self) -> TransactionExecutor:
+        return AsyncExecutor(self.create_engine())
+
+    def create_engine(self) -> AsyncEngine:
+        return create_async_engine(self.url, pool_pre_ping=True)
 
     def insert_ignoring_conflict(self, table: Table, *index_elements: str) -> Insert:
         return postgresql.insert(table).on_conflict_do_nothing(index_elements=list(index_elements))
 
 
 def dialect_for(url: str | URL) -> SqlDialect:
-    """Pick the dialect for a URL; refuse drivers this package does not test against."""
+    """Pick the dialect for a URL; refuse drivers this package does not test against.
+
+    `sqlite+aiosqlite://` (the documented default) and `sqlite://` both mean the store's own
+    SQLite setup on the standard library driver: the URL names a database, not a threading model.
+    """
     parsed = make_url(url)
-    if parsed.drivername == "sqlite+aiosqlite":
-        return SqliteDialect(parsed)
-    if parsed.drivername in ("postgresql+psycopg", "postgresql+psycopg_async"):
-        return PostgresDialect(parsed)
-    if parsed.drivername in ("sqlite", "postgresql"):
-        driver = "sqlite+aiosqlite" if parsed.drivername == "sqlite" else "postgresql+psycopg"
-        return dialect_for(parsed.set(drivername=driver))
+    if parsed.drivername in _SQLITE_DRIVERS:
+        return SqliteDialect(parsed.set(drivername="sqlite+pysqlite"))
+    if parsed.drivername in _POSTGRES_DRIVERS:
+        return PostgresDialect(parsed.set(drivername="postgresql+psycopg"))
     raise ValueError(
         f"unsupported database URL scheme {parsed.drivername!r}: "
-        "use sqlite+aiosqlite:///path or postgresql+psycopg://user@host/db"
+        "use sqlite:///path (or sqlite+aiosqlite:///path) or postgresql+psycopg://user@host/db"
     )

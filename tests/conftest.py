@@ -1,9 +1,11 @@
 """Shared fixtures: real databases for the stores, set up once per run and emptied per test.
 
 - PostgreSQL: one database per test run (`bot_test_<random>`), migrated once, dropped at the end;
-  every test that uses it starts with its tables truncated. The server comes from
-  `BOT_TEST_POSTGRES_URL` (default `postgresql://postgres@127.0.0.1:5432/test`). If it cannot be
-  reached the test fails, saying so; set `BOT_TEST_SKIP_POSTGRES=1` to skip instead.
+  every test that uses it starts with its tables truncated (every table the migrations made, so a
+  later revision's tables are emptied too). The server comes from `BOT_TEST_POSTGRES_URL` (default
+  `postgresql://postgres@127.0.0.1:5432/test`). If it cannot be reached the test fails, saying
+  so; set `BOT_TEST_SKIP_POSTGRES=1` to skip instead, except where `BOT_TEST_REQUIRE_SERVICES=1`
+  (CI): there a missing server always fails, so a green run cannot hide skipped databases.
 - SQLite: a fresh, migrated file per test, copied from a template migrated once per run.
 - `store`: the same test against `memory`, `sqlite` and `postgres`.
 
@@ -68,6 +70,8 @@ def _connect_server() -> psycopg.Connection[Any]:
         "Start it, point BOT_TEST_POSTGRES_URL at a server, or set BOT_TEST_SKIP_POSTGRES=1 to "
         "skip the PostgreSQL tests."
     )
+    if os.environ.get("BOT_TEST_REQUIRE_SERVICES") == "1":
+        pytest.fail(f"{message}\n(BOT_TEST_REQUIRE_SERVICES=1: no skipping)", pytrace=False)
     if os.environ.get("BOT_TEST_SKIP_POSTGRES") == "1":
         pytest.skip(message)
     pytest.fail(message, pytrace=False)
@@ -102,8 +106,16 @@ def postgres_url(postgres_database: str) -> str:
         .set(drivername="postgresql")
         .render_as_string(hide_password=False)
     )
-    tables = sql.SQL(", ").join(sql.Identifier(table.name) for table in STORE_TABLES)
     with psycopg.connect(conninfo, autocommit=True) as conn:
+        names = [
+            row[0]
+            for row in conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
+                "AND tablename <> 'alembic_version'"
+            )
+        ]
+        assert {table.name for table in STORE_TABLES} <= set(names), "store tables are missing"
+        tables = sql.SQL(", ").join(sql.Identifier(name) for name in sorted(names))
         conn.execute(sql.SQL("TRUNCATE {} RESTART IDENTITY").format(tables))
     return postgres_database
 

@@ -26,7 +26,7 @@ from agent.seams import (
 )
 from agent.turn_input import InboundEvent, Speaker, TurnInput
 from storage import MemoryStore, SqlStore
-from storage.sql_schema import events, messages, steps
+from storage.sql_schema import confirmations, events, facts, messages, steps
 
 S = "slack:T1:C1:100.0"
 TTL = 30.0
@@ -57,10 +57,9 @@ async def _nothing_committed(store: SessionStore, turn_id: str = "t1") -> None:
     assert await store.load_transcript(S) == []
     assert await store.read_events(S) == []
     if isinstance(store, SqlStore):
-        async with store.engine.connect() as conn:
-            for table in (steps, messages, events):
-                count = select(func.count()).select_from(table).where(table.c.session_key == S)
-                assert (await conn.execute(count)).scalar_one() == 0, table.name
+        for table in (steps, messages, events, confirmations, facts):
+            count = select(func.count()).select_from(table).where(table.c.session_key == S)
+            assert await store.run_sync(lambda c, q=count: c.execute(q).scalar_one()) == 0, table
 
 
 # -- turns ----------------------------------------------------------------------------------
@@ -395,16 +394,17 @@ async def tool_notes(store: SessionStore) -> AsyncIterator[None]:
     if not isinstance(store, SqlStore):
         yield
         return
-    async with store.engine.begin() as conn:
-        await conn.execute(text("CREATE TABLE tool_notes (note TEXT NOT NULL)"))
+    await store.run_sync(
+        lambda c: c.execute(text("CREATE TABLE tool_notes (note TEXT NOT NULL)")), write=True
+    )
     yield
-    async with store.engine.begin() as conn:
-        await conn.execute(text("DROP TABLE tool_notes"))
+    await store.run_sync(lambda c: c.execute(text("DROP TABLE tool_notes")), write=True)
 
 
 async def _notes(store: SqlStore) -> list[str]:
-    async with store.engine.connect() as conn:
-        return list((await conn.execute(text("SELECT note FROM tool_notes"))).scalars())
+    return await store.run_sync(
+        lambda c: list(c.execute(text("SELECT note FROM tool_notes")).scalars())
+    )
 
 
 def _tool_step(note: str) -> StepCommit:

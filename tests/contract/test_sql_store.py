@@ -23,9 +23,9 @@ from agent.messages import UserMessage
 from agent.seams import StepCommit, StoreHandle
 from agent.turn_input import TurnInput
 from storage import MemoryStore, SqlStore, current_revision, open_store, upgrade_database
-from storage.migrate import head_revision
+from storage.migrate import MIGRATIONS_DIR, head_revision
 from storage.sql_dialects import PostgresDialect, SqliteDialect, dialect_for
-from storage.sql_schema import HEAD_REVISION, metadata
+from storage.sql_schema import metadata
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -59,8 +59,9 @@ def test_public_api_is_exactly_what_all_lists() -> None:
     assert sorted(storage.__all__) == storage.__all__
 
 
-def test_schema_module_and_migrations_agree_on_the_head() -> None:
-    assert head_revision() == HEAD_REVISION
+def test_the_head_revision_comes_from_the_migration_scripts() -> None:
+    scripts = sorted((MIGRATIONS_DIR / "versions").glob("[0-9]*.py"))
+    assert head_revision() == scripts[-1].name.split("_")[0]
 
 
 def _store_table(name: str | None, type_: str, _parents: object) -> bool:
@@ -70,12 +71,11 @@ def _store_table(name: str | None, type_: str, _parents: object) -> bool:
 async def test_migrated_schema_matches_the_table_definitions(sql_url: str) -> None:
     store = await SqlStore.open(sql_url)
     try:
-        async with store.engine.connect() as conn:
-            diff = await conn.run_sync(
-                lambda c: compare_metadata(
-                    MigrationContext.configure(c, opts={"include_name": _store_table}), metadata
-                )
+        diff = await store.run_sync(
+            lambda c: compare_metadata(
+                MigrationContext.configure(c, opts={"include_name": _store_table}), metadata
             )
+        )
     finally:
         await store.close()
     assert diff == []
@@ -91,7 +91,7 @@ async def test_open_refuses_an_unmigrated_sqlite_file_and_upgrade_fixes_it(
 
     await upgrade_database(url)
     await upgrade_database(url)  # a second run is a no-op
-    assert await current_revision(url) == HEAD_REVISION
+    assert await current_revision(url) == head_revision()
     store = await SqlStore.open(url)
     await store.close()
 
@@ -101,15 +101,16 @@ async def test_open_refuses_an_unmigrated_postgres_database(empty_postgres_url: 
     with pytest.raises(SchemaMismatchError, match="bot db upgrade"):
         await SqlStore.open(empty_postgres_url)
     await upgrade_database(empty_postgres_url)
-    assert await current_revision(empty_postgres_url) == HEAD_REVISION
+    assert await current_revision(empty_postgres_url) == head_revision()
     store = await SqlStore.open(empty_postgres_url)
     await store.close()
 
 
 async def test_open_refuses_a_revision_it_does_not_know(sqlite_url: str) -> None:
     store = await SqlStore.open(sqlite_url)
-    async with store.engine.begin() as conn:
-        await conn.execute(text("UPDATE alembic_version SET version_num = 'ffff'"))
+    await store.run_sync(
+        lambda c: c.execute(text("UPDATE alembic_version SET version_num = 'ffff'")), write=True
+    )
     await store.close()
     with pytest.raises(SchemaMismatchError, match="does not know"):
         await SqlStore.open(sqlite_url)
@@ -117,8 +118,7 @@ async def test_open_refuses_a_revision_it_does_not_know(sqlite_url: str) -> None
 
 async def test_open_refuses_a_schema_with_missing_tables(sqlite_url: str) -> None:
     store = await SqlStore.open(sqlite_url)
-    async with store.engine.begin() as conn:
-        await conn.execute(text("DROP TABLE events"))
+    await store.run_sync(lambda c: c.execute(text("DROP TABLE events")), write=True)
     await store.close()
     with pytest.raises(SchemaMismatchError, match="events"):
         await SqlStore.open(sqlite_url)
@@ -143,11 +143,12 @@ def test_dialect_for_maps_urls_and_refuses_unknown_drivers() -> None:
 async def test_sqlite_connections_are_durable_and_wait_for_locks(sqlite_url: str) -> None:
     store = await SqlStore.open(sqlite_url)
     try:
-        async with store.engine.connect() as conn:
-            pragmas = [
-                (await conn.exec_driver_sql(f"PRAGMA {name}")).scalar_one()
+        pragmas = await store.run_sync(
+            lambda c: [
+                c.exec_driver_sql(f"PRAGMA {name}").scalar_one()
                 for name in ("journal_mode", "synchronous", "busy_timeout")
             ]
+        )
     finally:
         await store.close()
     assert pragmas == ["wal", 2, 30_000]  # synchronous 2 = FULL

@@ -1,0 +1,210 @@
+"""A click on Approve or Deny: verify who may answer, apply the answer once, show who answered.
+
+The clicker's id comes from the signed payload (`body.user.id`), never from the button. Every
+refusal leaves the engine unchanged and tells only the clicker (ephemeral): a person not allowed
+to answer sees why and the buttons stay; a click on something no longer pending says so. Of two
+racing clicks the store lets exactly one through.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from agent import Agent, ResumeAuthorizationError, ResumeConflictError, ResumeError, Runtime
+from agent.errors import SessionSuspendedError
+from agent.hitl import ResumeRequest
+from agent.seams import ConfirmationStatus
+from agent.session import grant_answer, grant_confirmation
+from bot.approvals import (
+    NO_LONGER_PENDING,
+    ApprovalRef,
+    answered_blocks,
+    verdict_text,
+)
+from bot.slack_calls import SlackCallError, call
+from storage.delivery_store import DeliveryStore, PostUpdate
+
+log = logging.getLogger(__name__)
+
+NOT_ALLOWED = "You can't answer this request: {why}"
+STALE = (
+    "This request is no longer pending (it was answered already, or the conversation was reset)."
+)
+ALREADY = "This request was already answered."
+TRY_AGAIN = "I couldn't record your answer just now; nothing was changed. Please try again."
+BLOCKED = "I can't act on this yet: the conversation is waiting on another approval."
+
+
+@dataclass(frozen=True, kw_only=True)
+class Click:
+    ref: ApprovalRef
+    accepted: bool
+    user: str
+    principal: dict[str, Any]
+    channel: str
+    message_ts: str
+    thread_ts: str | None
+
+    @classmethod
+    def parse(cls, body: dict[str, Any]) -> Click:
+        action = body["actions"][0]
+        container = body.get("container") or {}
+        user = str(body["user"]["id"])
+        team = (body.get("team") or {}).get("id") or body["user"].get("team_id")
+        enterprise = (body.get("enterprise") or {}).get("id")
+        return cls(
+            ref=ApprovalRef.decode(action["value"]),
+            accepted=action["action_id"] == "agent_approve",
+            user=user,
+            principal={"team": team, "enterprise": enterprise, "user": user},
+            channel=str(container.get("channel_id") or body["channel"]["id"]),
+            message_ts=str(container.get("message_ts") or body["message"]["ts"]),
+            thread_ts=container.get("thread_ts") or (body.get("message") or {}).get("thread_ts"),
+        )
+
+
+class AnswerHandler:
+    def __init__(
+        self,
+        *,
+        runtime: Runtime,
+        agent: Agent,
+        delivery: DeliveryStore,
+        client: AsyncWebClient,
+        kick: Callable[[str], None],
+    ) -> None:
+        self.runtime = runtime
+        self.agent = agent
+        self.delivery = delivery
+        self.client = client
+        self.kick = kick
+
+    async def handle(self, body: dict[str, Any]) -> None:
+        try:
+            click = Click.parse(body)
+        except (KeyError, ValueError, TypeError):
+            log.warning("unreadable approval click ignored")
+            return
+        session = self.runtime.session(self.agent, click.ref.session)
+        try:
+            await self._apply(session, click)
+        except ResumeAuthorizationError as refused:
+            await self._ephemeral(click, NOT_ALLOWED.format(why=refused))
+            return
+        except ResumeConflictError:
+            await self._stale(session, click)
+            return
+        except ResumeError as refused:
+            await self._ephemeral(click, f"That answer was not accepted: {refused}")
+            return
+        except SessionSuspendedError:
+            await self._ephemeral(click, BLOCKED)
+            return
+        except Exception:
+            log.exception(
+                "answering failed; nothing was applied", extra={"session": click.ref.session}
+            )
+            await self._ephemeral(click, TRY_AGAIN)
+            return
+        post = await self.delivery.get_post(click.ref.post_key)
+        body_json = dict(post.body) if post else {}
+        body_json["answered"] = {"by": click.user, "accepted": click.accepted}
+        if post is not None:
+            await self.delivery.update_post(
+                PostUpdate(post_key=post.post_key, body=body_json), time.time()
+            )
+        await self._show(click, verdict_text(click.accepted, click.user), body_json)
+
+    async def _apply(self, session: Any, click: Click) -> None:
+        ref = click.ref
+        # Rendering must be listening before the turn continues, or its first tokens are missed.
+        await self.delivery.mark_active(ref.session, time.time())
+        self.kick(ref.session)
+        if ref.kind == "input":
+            request = ResumeRequest(
+                turn_id=ref.turn_id, input_id=ref.ident, by=click.user, principal=click.principal
+            )
+            granted = await grant_answer(session, request)
+            await session.resume(
+                ref.turn_id,
+                ref.ident,
+                click.accepted,
+                by=click.user,
+                principal=click.principal,
+                granted=granted,
+                digest=ref.digest,
+            )
+        else:
+            granted = await grant_confirmation(
+                session, ref.ident, by=click.user, principal=click.principal
+            )
+            await session.confirm(
+                ref.ident,
+                click.accepted,
+                by=click.user,
+                principal=click.principal,
+                granted=granted,
+            )
+
+    async def _stale(self, session: Any, click: Click) -> None:
+        """Not pending: say so; show the answer if we know it, else that it expired."""
+        ref = click.ref
+        post = await self.delivery.get_post(ref.post_key)
+        answered = (post.body.get("answered") if post else None) or await self._answer_of(
+            session, ref
+        )
+        if answered == "racing":
+            await self._ephemeral(click, ALREADY)
+            return
+        await self._ephemeral(click, ALREADY if answered else STALE)
+        body = dict(post.body) if post else {}
+        if isinstance(answered, dict):
+            await self._show(
+                click, verdict_text(bool(answered["accepted"]), answered.get("by")), body
+            )
+        else:
+            await self._show(click, NO_LONGER_PENDING, body)
+
+    async def _answer_of(self, session: Any, ref: ApprovalRef) -> dict[str, Any] | str | None:
+        store = self.runtime.store
+        if ref.kind == "confirm":
+            record = await store.get_confirmation(ref.session, ref.ident)
+            if record is None or record.status == ConfirmationStatus.PENDING:
+                return None
+            return {"by": record.by, "accepted": record.status == ConfirmationStatus.ACCEPTED}
+        steps = await store.load_steps(ref.session, ref.turn_id)
+        # Answered, but the winning click has not shown its verdict yet: leave that to it.
+        return "racing" if f"input:{ref.turn_id}:{ref.ident}" in steps else None
+
+    async def _show(self, click: Click, verdict: str, body: dict[str, Any]) -> None:
+        prompt = str(body.get("prompt") or "Approval request")
+        blocks = answered_blocks(prompt, verdict)
+        try:
+            await call(
+                "chat.update",
+                lambda: self.client.chat_update(
+                    channel=click.channel,
+                    ts=click.message_ts,
+                    text=f"{prompt}\n{verdict}",
+                    blocks=blocks,
+                ),
+            )
+        except SlackCallError as err:
+            log.warning("could not update the approval message", extra={"code": err.code})
+
+    async def _ephemeral(self, click: Click, text: str) -> None:
+        try:
+            await call(
+                "chat.postEphemeral",
+                lambda: self.client.chat_postEphemeral(
+                    channel=click.channel, user=click.user, text=text, thread_ts=click.thread_ts
+                ),
+            )
+        except SlackCallError as err:
+            log.warning("could not tell the clicker", extra={"code": err.code})

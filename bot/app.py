@@ -1,0 +1,204 @@
+"""The running bot: engine, delivery, renderers and Bolt, wired once and served over HTTP.
+
+`/slack/events` checks the request before Bolt sees it (a bad signature or a stale timestamp is a
+401 and nothing is stored; a body that cannot be parsed is a 400), and never lets Bolt's "no
+listener" 404 reach Slack, which would only make Slack send the same request again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.request.internals import parse_body
+from slack_sdk.signature import SignatureVerifier
+from slack_sdk.web.async_client import AsyncWebClient
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from agent import Agent, Runtime
+from agent.seams import SessionStore
+from bot.answers import AnswerHandler
+from bot.listeners import Listeners
+from bot.render_pool import RendererPool
+from bot.renderer import RenderSettings
+from bot.settings import Settings
+from bot.slack_calls import make_client
+from storage import SqlStore
+from storage.delivery_store import DeliveryStore
+
+log = logging.getLogger(__name__)
+
+
+class SlackBot:
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        agent: Agent,
+        runtime: Runtime,
+        delivery: DeliveryStore,
+        client: AsyncWebClient,
+        render_settings: RenderSettings | None = None,
+        clock: Callable[[], float] = time.time,
+        owner: str | None = None,
+    ) -> None:
+        self.settings = settings
+        self.agent = agent
+        self.runtime = runtime
+        self.delivery = delivery
+        self.client = client
+        self.owner = owner or f"bot-{uuid.uuid4().hex[:10]}"
+        signing = settings.slack_signing_secret
+        self.verifier = SignatureVerifier(signing.get_secret_value() if signing else "")
+        self.renderers = RendererPool(
+            runtime=runtime,
+            delivery=delivery,
+            client=client,
+            settings=render_settings
+            or RenderSettings(
+                stream_max_age=settings.stream_max_age,
+                flush_interval=settings.flush_interval,
+                flush_chars=settings.flush_chars,
+            ),
+            owner=self.owner,
+            clock=clock,
+        )
+        self.answers = AnswerHandler(
+            runtime=runtime, agent=agent, delivery=delivery, client=client, kick=self.renderers.kick
+        )
+        self.listeners = Listeners(
+            runtime=runtime,
+            agent=agent,
+            delivery=delivery,
+            renderers=self.renderers,
+            answers=self.answers,
+            replace_in_flight=settings.replace_in_flight,
+            reset_command=settings.reset_command,
+        )
+        self.bolt = AsyncApp(
+            client=client,
+            signing_secret=signing.get_secret_value() if signing else "",
+            process_before_response=True,
+            logger=logging.getLogger("slack_bolt"),
+        )
+        self.listeners.register(self.bolt)
+        self._handler = AsyncSlackRequestHandler(self.bolt)
+        self._started = False
+
+    async def start(self) -> None:
+        if not self._started:
+            self._started = True
+            self.runtime.start_recovery()
+            self.renderers.start()
+            for key in await self.delivery.active_sessions():
+                self.renderers.kick(key)
+
+    async def close(self) -> None:
+        await self.renderers.close()
+        await self.runtime.close()
+        await self.delivery.close()
+        await self.runtime.store.close()
+
+    # HTTP ----------------------------------------------------------------------------------
+
+    async def slack_events(self, request: Request) -> Response:
+        body = await request.body()
+        headers = request.headers
+        if not self.verifier.is_valid(
+            body,
+            headers.get("x-slack-request-timestamp", ""),
+            headers.get("x-slack-signature", ""),
+        ):
+            return JSONResponse({"error": "invalid signature or stale timestamp"}, status_code=401)
+        try:
+            parsed = parse_body(body.decode("utf-8"), headers.get("content-type"))
+        except (ValueError, UnicodeDecodeError):
+            return JSONResponse({"error": "malformed body"}, status_code=400)
+        if not isinstance(parsed, dict):
+            return JSONResponse({"error": "malformed body"}, status_code=400)
+        response = await self._handler.handle(request)
+        if response.status_code == 404:
+            log.info("no listener for a signed request; answered 200 so Slack does not retry")
+            return Response(status_code=200)
+        return response
+
+    async def health(self, request: Request) -> Response:
+        return JSONResponse({"ok": True, "owner": self.owner, "rendering": self.renderers.running})
+
+    def http_app(self) -> Starlette:
+        @contextlib.asynccontextmanager
+        async def lifespan(app: Starlette) -> AsyncIterator[None]:
+            await self.start()
+            try:
+                yield
+            finally:
+                await self.close()
+
+        return Starlette(
+            routes=[
+                Route("/slack/events", self.slack_events, methods=["POST"]),
+                Route("/healthz", self.health, methods=["GET"]),
+            ],
+            lifespan=lifespan,
+        )
+
+
+def build_model(settings: Settings) -> Any:
+    from agent.anthropic_model import AnthropicModel
+
+    key = settings.anthropic_api_key
+    return AnthropicModel(
+        api_key=key.get_secret_value() if key else None,
+        base_url=settings.anthropic_base_url,
+        model=settings.anthropic_model,
+    )
+
+
+async def open_bot(
+    settings: Settings,
+    *,
+    agent: Agent | None = None,
+    model: Any = None,
+    store: SessionStore | None = None,
+    clock: Callable[[], float] = time.time,
+    render_settings: RenderSettings | None = None,
+    runtime_options: dict[str, Any] | None = None,
+    owner: str | None = None,
+) -> SlackBot:
+    """Open everything the bot needs from settings; parts can be injected (tests, the demo)."""
+    from agent.loader import load_agent
+
+    chosen = agent or load_agent(settings.agent_path(), emitted_sources=["slack"])
+    opened = store or await SqlStore.open(settings.database_url)
+    try:
+        delivery = await DeliveryStore.open(settings.database_url)
+    except BaseException:
+        await opened.close()
+        raise
+    token = settings.slack_bot_token
+    client = make_client(token.get_secret_value() if token else "", settings.slack_api_url)
+    runtime = Runtime(
+        opened,
+        model if model is not None else build_model(settings),
+        agent=chosen,
+        **(runtime_options or {}),
+    )
+    return SlackBot(
+        settings=settings,
+        agent=chosen,
+        runtime=runtime,
+        delivery=delivery,
+        client=client,
+        render_settings=render_settings,
+        clock=clock,
+        owner=owner,
+    )

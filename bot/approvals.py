@@ -1,0 +1,104 @@
+"""Approve / Deny messages: what a parked request or a proposed write looks like in a thread, and
+how a button remembers what it answers.
+
+A button's value names the session, the turn, the request and the digest of the request as it was
+shown; the clicker's identity is never in it (it comes from the signed payload), so a forged value
+can at most point at a request, never answer as someone else.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from slack_sdk.models.blocks import (
+    ActionsBlock,
+    ButtonElement,
+    ConfirmObject,
+    ContextBlock,
+    MarkdownTextObject,
+    SectionBlock,
+)
+
+APPROVE = "agent_approve"
+DENY = "agent_deny"
+Kind = Literal["input", "confirm"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalRef:
+    kind: Kind
+    session: str
+    turn_id: str
+    ident: str
+    """The input id of a parked request, or the confirmation id of a proposed write."""
+    digest: str | None = None
+
+    def encode(self) -> str:
+        data = {"k": self.kind, "s": self.session, "t": self.turn_id, "i": self.ident}
+        if self.digest:
+            data["d"] = self.digest
+        return json.dumps(data, separators=(",", ":"))
+
+    @classmethod
+    def decode(cls, value: str) -> ApprovalRef:
+        data = json.loads(value)
+        kind = data["k"]
+        if kind not in ("input", "confirm"):
+            raise ValueError(f"unknown approval kind {kind!r}")
+        return cls(
+            kind=kind, session=data["s"], turn_id=data["t"], ident=data["i"], digest=data.get("d")
+        )
+
+    @property
+    def post_key(self) -> str:
+        return f"{self.session}|{self.turn_id}|{self.kind}|{self.ident}"
+
+
+def who_may_answer(answerers: Any) -> str:
+    if isinstance(answerers, dict) and answerers.get("user"):
+        return f"Only <@{answerers['user']}> can answer."
+    if isinstance(answerers, dict) and answerers.get("policy"):
+        scope = f" ({answerers['scope']})" if answerers.get("scope") else ""
+        return f"Answerable by: {answerers['policy']}{scope}."
+    return "Anyone in this conversation can answer."
+
+
+def approval_blocks(ref: ApprovalRef, prompt: str, answerers: Any) -> list[dict[str, Any]]:
+    value = ref.encode()
+    approve = ButtonElement(
+        text="Approve",
+        action_id=APPROVE,
+        value=value,
+        style="primary",
+        confirm=ConfirmObject(
+            title="Approve this request?",
+            text=prompt[:300],
+            confirm="Approve",
+            deny="Cancel",
+        ),
+    )
+    deny = ButtonElement(text="Deny", action_id=DENY, value=value, style="danger")
+    blocks = [
+        SectionBlock(text=MarkdownTextObject(text=f":raising_hand: {prompt}"[:3000])),
+        ContextBlock(elements=[MarkdownTextObject(text=who_may_answer(answerers))]),
+        ActionsBlock(block_id="approval", elements=[approve, deny]),
+    ]
+    return [block.to_dict() for block in blocks]
+
+
+def answered_blocks(prompt: str, verdict: str) -> list[dict[str, Any]]:
+    blocks = [
+        SectionBlock(text=MarkdownTextObject(text=f":raising_hand: {prompt}"[:3000])),
+        ContextBlock(elements=[MarkdownTextObject(text=verdict)]),
+    ]
+    return [block.to_dict() for block in blocks]
+
+
+def verdict_text(accepted: bool, by: str | None) -> str:
+    who = f"<@{by}>" if by else "someone"
+    return f":white_check_mark: Approved by {who}" if accepted else f":no_entry: Denied by {who}"
+
+
+NO_LONGER_PENDING = ":hourglass: This request is no longer pending."

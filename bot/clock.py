@@ -1,0 +1,108 @@
+"""The `clock` process: fires the agent's schedules as proactive turns.
+
+Each fire's turn id is `cron:<name>:<scheduled time ISO>`, so however many clocks run and however
+often one restarts, a scheduled time becomes one turn (the store's unique key decides, durably).
+After downtime, the latest fire missed within the grace window runs once; older ones are skipped.
+The turn is rendered to the schedule's channel by the same renderer a reply uses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+from agent import Agent, Runtime, Trigger, TurnInput
+from agent.agent_def import Schedule
+from agent.errors import SessionSuspendedError
+from bot.cron import Cron
+from bot.render_pool import RendererPool
+from storage.delivery_store import DeliveryStore
+
+log = logging.getLogger(__name__)
+
+
+def cron_session(team: str, schedule: Schedule) -> str:
+    return schedule.session or f"slack:{team}:{schedule.channel}:cron:{schedule.name}"
+
+
+def cron_turn_id(schedule: Schedule, at: datetime) -> str:
+    return f"cron:{schedule.name}:{at.astimezone(UTC).isoformat()}"
+
+
+class Clock:
+    def __init__(
+        self,
+        *,
+        runtime: Runtime,
+        agent: Agent,
+        delivery: DeliveryStore,
+        renderers: RendererPool,
+        team: str,
+        grace: float = 3600.0,
+        now: Callable[[], float] = time.time,
+    ) -> None:
+        self.runtime = runtime
+        self.agent = agent
+        self.delivery = delivery
+        self.renderers = renderers
+        self.team = team
+        self.grace = grace
+        self.now = now
+        self.crons = {s.name: Cron.parse(s.cron) for s in agent.schedules}
+
+    async def tick(self) -> list[str]:
+        """Fire every schedule whose latest due time has no turn yet; returns the new turn ids."""
+        now = datetime.fromtimestamp(self.now(), UTC)
+        fired: list[str] = []
+        for schedule in self.agent.schedules:
+            due = self.crons[schedule.name].latest_between(now - timedelta(seconds=self.grace), now)
+            if due is None:
+                continue
+            turn_id = await self.fire(schedule, due)
+            if turn_id is not None:
+                fired.append(turn_id)
+        return fired
+
+    async def fire(self, schedule: Schedule, at: datetime) -> str | None:
+        key = cron_session(self.team, schedule)
+        turn_id = cron_turn_id(schedule, at)
+        if await self.runtime.store.get_turn(key, turn_id) is not None:
+            return None
+        await self.delivery.register(
+            key,
+            team=self.team,
+            channel=schedule.channel,
+            thread_ts=None,
+            user_id=None,
+            now=time.time(),
+        )
+        self.renderers.kick(key)
+        session = self.runtime.session(self.agent, key)
+        seed = TurnInput(
+            text=schedule.seed, trigger=Trigger(kind="proactive", by=f"cron:{schedule.name}")
+        )
+        try:
+            await session.start(seed, turn_id=turn_id)
+        except SessionSuspendedError:
+            log.warning(
+                "schedule skipped: its session waits on an approval",
+                extra={"schedule": schedule.name},
+            )
+            return None
+        log.info("schedule fired", extra={"schedule": schedule.name, "turn": turn_id})
+        return turn_id
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Tick at the top of every minute until `stop` is set."""
+        while not stop.is_set():
+            try:
+                await self.tick()
+            except Exception:
+                log.exception("clock tick failed; retrying next minute")
+            wait = 60.5 - (self.now() % 60)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), wait)

@@ -1,0 +1,187 @@
+"""Bolt listeners: each hands its work to the engine and returns.
+
+Events run before the response (`process_before_response=True`): the listener's only work is the
+durable `session.start`, a single fast commit, so the 200 Slack gets means "the turn is queued"
+and a crash before it makes Slack retry instead of losing the message. Button clicks and the slash
+command `ack()` at once and do their work in a lazy listener after the response.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.context.async_context import AsyncBoltContext
+
+from agent import Agent, Runtime
+from agent.errors import SessionSuspendedError
+from bot.answers import AnswerHandler
+from bot.approvals import APPROVE, DENY
+from bot.inbound import SlackMessage, person_message, session_key
+from bot.render_pool import RendererPool
+from storage.delivery_store import DeliveryStore
+
+log = logging.getLogger(__name__)
+
+Ack = Callable[..., Awaitable[Any]]
+SUSPENDED_NOTE = (
+    "I'm still waiting for an answer to the approval above, so I can't start on this yet. "
+    "Answer it, or reset this conversation with `{command}`."
+)
+_PERMALINK_TS = re.compile(r"p(\d{10})(\d{6})")
+_TS = re.compile(r"\d{10}\.\d{6}")
+
+
+class Listeners:
+    def __init__(
+        self,
+        *,
+        runtime: Runtime,
+        agent: Agent,
+        delivery: DeliveryStore,
+        renderers: RendererPool,
+        answers: AnswerHandler,
+        replace_in_flight: bool,
+        reset_command: str,
+    ) -> None:
+        self.runtime = runtime
+        self.agent = agent
+        self.delivery = delivery
+        self.renderers = renderers
+        self.answers = answers
+        self.replace_in_flight = replace_in_flight
+        self.reset_command = reset_command
+
+    def register(self, app: AsyncApp) -> None:
+        app.event("app_mention")(self.on_event)
+        app.event("message")(self.on_event)
+        # Anything else Slack sends gets a 200: a 404 would only make it retry.
+        app.event(re.compile(".*"))(self.ignore)
+        for action_id in (APPROVE, DENY):
+            app.action(action_id)(ack=self.ack, lazy=[self.on_click])
+        app.action(re.compile(".*"))(self.ack)
+        app.command(self.reset_command)(ack=self.ack_reset, lazy=[self.on_reset])
+
+    # events --------------------------------------------------------------------------------
+
+    async def ignore(self) -> None:
+        return None
+
+    async def on_event(self, body: dict[str, Any], context: AsyncBoltContext) -> None:
+        message = person_message(body, context.bot_user_id)
+        if message is None or not await self._starts_turn(message):
+            return
+        await self.dispatch(message)
+
+    async def _starts_turn(self, message: SlackMessage) -> bool:
+        if message.mentions_bot or message.is_dm:
+            return True
+        if message.in_thread:
+            # A follow-up in a thread the bot is part of: it has a delivery target there.
+            return await self.delivery.get_target(message.session_key) is not None
+        return False
+
+    async def dispatch(self, message: SlackMessage) -> str:
+        """Queue the turn durably; the runtime runs it and the renderer shows it."""
+        key = message.session_key
+        await self.delivery.register(
+            key,
+            team=message.team,
+            channel=message.channel,
+            thread_ts=message.thread_ts,
+            user_id=message.user,
+            now=time.time(),
+        )
+        self.renderers.kick(key)
+        session = self.runtime.session(self.agent, key)
+        try:
+            return str(
+                await session.start(
+                    message.inbound(), turn_id=message.turn_id, replace=self.replace_in_flight
+                )
+            )
+        except SessionSuspendedError:
+            self.renderers.notice(
+                key,
+                message.turn_id,
+                "suspended",
+                SUSPENDED_NOTE.format(command=self.reset_command),
+            )
+            return message.turn_id
+
+    # interactivity -------------------------------------------------------------------------
+
+    async def ack(self, ack: Ack) -> None:
+        await ack()
+
+    async def on_click(self, body: dict[str, Any]) -> None:
+        await self.answers.handle(body)
+
+    async def ack_reset(self, ack: Ack) -> None:
+        await ack(response_type="ephemeral", text="Resetting this conversation…")
+
+    async def on_reset(
+        self, command: dict[str, Any], respond: Callable[..., Awaitable[Any]]
+    ) -> None:
+        team, channel = str(command.get("team_id")), str(command.get("channel_id"))
+        thread = _thread_from(str(command.get("text") or "")) or command.get("thread_ts")
+        if thread:
+            key = session_key(team, channel, str(thread))
+            known = await self.delivery.get_target(key)
+        else:
+            known = await self.delivery.latest_in_channel(team, channel)
+            key = known.session_key if known else ""
+        if known is None:
+            await respond(
+                response_type="ephemeral",
+                text="There is no conversation with me here to reset.",
+                replace_original=False,
+            )
+            return
+        try:
+            result = await self.runtime.session(self.agent, key).reset()
+        except Exception:
+            log.exception("reset failed", extra={"session": key})
+            await respond(
+                response_type="ephemeral",
+                text="The reset failed; nothing was archived. Please try again.",
+            )
+            return
+        archived = await self._archived_messages(key, result.generation - 1)
+        what = (
+            f"{archived} message{'s' if archived != 1 else ''}"
+            if archived is not None
+            else "its history"
+        )
+        await respond(
+            response_type="ephemeral",
+            replace_original=False,
+            text=(
+                f"Reset done: archived {what} of this conversation as `{result.previous_session}`. "
+                "The next message starts fresh."
+            ),
+        )
+
+    async def _archived_messages(self, key: str, generation: int) -> int | None:
+        read_archive = getattr(self.runtime.store, "read_archive", None)
+        if read_archive is None:
+            return None
+        try:
+            archive = await read_archive(key, generation)
+        except Exception:
+            log.warning("could not read the archive back", extra={"session": key})
+            return None
+        return len(archive.messages)
+
+
+def _thread_from(text: str) -> str | None:
+    """A thread named by its ts or by a permalink (`…/p1700000000000100`)."""
+    found = _PERMALINK_TS.search(text)
+    if found:
+        return f"{found.group(1)}.{found.group(2)}"
+    found = _TS.search(text)
+    return found.group(0) if found else None

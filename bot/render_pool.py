@@ -1,0 +1,193 @@
+"""One renderer task per session with something to show, in whichever process holds its lease.
+
+`kick(key)` subscribes to the session's live events at once (before the turn is started, so no
+early token is missed) and starts the task; the task takes the session's delivery lease or leaves
+the work to the process that has it. A sweep re-kicks sessions still flagged active, which is how
+rendering resumes after a crash and how work started by another process (the clock) gets shown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from agent import Runtime, TurnEvent
+from bot.renderer import LeaseLost, RenderSettings, SessionRenderer
+from bot.reply_part import Target
+from bot.slack_calls import SlackCallError
+from storage.delivery_store import DeliveryStore, Post
+
+log = logging.getLogger(__name__)
+
+
+class RendererPool:
+    def __init__(
+        self,
+        *,
+        runtime: Runtime,
+        delivery: DeliveryStore,
+        client: AsyncWebClient,
+        settings: RenderSettings,
+        owner: str,
+        clock: Callable[[], float] = time.time,
+        sweep_interval: float = 2.0,
+    ) -> None:
+        self.runtime = runtime
+        self.delivery = delivery
+        self.client = client
+        self.settings = settings
+        self.owner = owner
+        self.clock = clock
+        self.sweep_interval = sweep_interval
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._again: set[str] = set()
+        self._background: set[asyncio.Task[Any]] = set()
+        self._sweeper: asyncio.Task[None] | None = None
+        self._closed = False
+
+    def start(self) -> None:
+        if self._sweeper is None:
+            self._sweeper = asyncio.create_task(self._sweep(), name="render-sweep")
+
+    async def close(self) -> None:
+        self._closed = True
+        tasks = [t for t in [self._sweeper, *self._tasks.values(), *self._background] if t]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks.clear()
+
+    @property
+    def running(self) -> int:
+        return sum(1 for t in self._tasks.values() if not t.done())
+
+    def kick(self, key: str) -> None:
+        """Make sure this session is being rendered; cheap and idempotent."""
+        if self._closed:
+            return
+        task = self._tasks.get(key)
+        if task is not None and not task.done():
+            self._again.add(key)
+            return
+        queue: asyncio.Queue[tuple[TurnEvent, int | None]] = asyncio.Queue()
+        horizon: list[int | None] = [None]
+
+        def on_event(event: TurnEvent) -> None:
+            # Each live event carries the newest durable seq seen before it, so the renderer can
+            # tell a delta that a committed event has already covered.
+            if event.seq > 0:
+                horizon[0] = max(horizon[0] or 0, event.seq)
+            queue.put_nowait((event, horizon[0]))
+
+        unsubscribe = self.runtime.hub.subscribe(on_event, session=key)
+        self._tasks[key] = asyncio.create_task(
+            self._render(key, queue, unsubscribe), name=f"render:{key}"
+        )
+
+    async def _render(
+        self,
+        key: str,
+        queue: asyncio.Queue[tuple[TurnEvent, int | None]],
+        unsubscribe: Callable[[], None],
+    ) -> None:
+        held = False
+        try:
+            held = await self.delivery.acquire(
+                key, self.owner, self.settings.lease_ttl, time.time()
+            )
+            if not held:
+                return
+            target = await self.delivery.get_target(key)
+            if target is None:
+                return
+            renderer = SessionRenderer(
+                key=key,
+                target=Target(
+                    team=target.team,
+                    channel=target.channel,
+                    thread_ts=target.thread_ts,
+                    user_id=target.user_id,
+                ),
+                client=self.client,
+                store=self.runtime.store,
+                delivery=self.delivery,
+                queue=queue,
+                settings=self.settings,
+                owner=self.owner,
+                cursor=target.cursor,
+                clock=self.clock,
+            )
+            await renderer.run(target.activity)
+        except LeaseLost:
+            log.warning("another process took over rendering", extra={"session": key})
+        except SlackCallError as err:
+            log.error(
+                "rendering stopped on a Slack error; retrying later",
+                extra={"session": key, "method": err.method, "code": err.code},
+            )
+        except Exception:
+            log.exception("rendering stopped; it resumes on the next sweep", extra={"session": key})
+        finally:
+            unsubscribe()
+            if held:
+                with contextlib.suppress(Exception):
+                    await self.delivery.release(key, self.owner)
+            self._tasks.pop(key, None)
+            if key in self._again and not self._closed:
+                self._again.discard(key)
+                self.kick(key)
+
+    async def _sweep(self) -> None:
+        while True:
+            await asyncio.sleep(self.sweep_interval)
+            try:
+                for key in await self.delivery.active_sessions():
+                    if key not in self._tasks:
+                        self.kick(key)
+            except Exception:
+                log.exception("render sweep failed; retrying")
+
+    def notice(self, key: str, turn_id: str, name: str, text: str) -> None:
+        """Post a one-off note in a session's thread (once per key, even across retries)."""
+        task = asyncio.create_task(self._notice(key, turn_id, name, text))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _notice(self, key: str, turn_id: str, name: str, text: str) -> None:
+        try:
+            target = await self.delivery.get_target(key)
+            if target is None:
+                return
+            post = Post(
+                post_key=f"{key}|{turn_id}|notice|{name}",
+                session_key=key,
+                turn_id=turn_id,
+                kind="notice",
+                channel=target.channel,
+                thread_ts=target.thread_ts,
+                body={"prompt": text},
+            )
+            stored = await self.delivery.begin_post(post, time.time())
+            if stored.state != "posting" or stored.ts:
+                return
+            renderer = SessionRenderer(
+                key=key,
+                target=Target(team=target.team, channel=target.channel, thread_ts=target.thread_ts),
+                client=self.client,
+                store=self.runtime.store,
+                delivery=self.delivery,
+                queue=asyncio.Queue(),
+                settings=self.settings,
+                owner=self.owner,
+            )
+            await renderer.send_post(stored)
+        except Exception:
+            log.exception("could not post a notice", extra={"session": key})

@@ -1,0 +1,321 @@
+"""One Slack message of a reply: streamed (chat streaming) or, where streaming is refused, posted
+and then edited with throttled `chat.update`.
+
+A part keeps what it has shown (`shown`), how much of that is durable (`durable`: backed by
+committed events, or final because the part was closed) and the timeline of tool calls. Only the
+durable body is saved; after a crash a part is put back to exactly that body, so text typed live
+for a step that never committed cannot end up shown twice.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from slack_sdk.models.messages.chunk import Chunk, MarkdownTextChunk, TaskUpdateChunk
+from slack_sdk.web.async_chat_stream import AsyncChatStream
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.slack_calls import call
+
+TASK_MARKS = {"complete": "✓", "error": "✗", "in_progress": "…", "pending": "·"}
+STATUS_TASK = "status"
+MAX_TEXT = 11_000  # Slack takes about 12,000 characters per markdown_text / text
+
+
+@dataclass
+class Target:
+    """Where a reply goes; `thread_ts` is None for a proactive post at the top of a channel."""
+
+    team: str
+    channel: str
+    thread_ts: str | None
+    user_id: str | None = None
+
+
+@dataclass
+class PartContent:
+    shown: str = ""
+    durable: int = 0
+    tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def body(self) -> dict[str, Any]:
+        return {"text": self.shown[: self.durable], "tasks": list(self.tasks.values())}
+
+    @classmethod
+    def from_body(cls, body: dict[str, Any]) -> PartContent:
+        text = str(body.get("text", ""))
+        tasks = {str(t["id"]): dict(t) for t in body.get("tasks", []) if "id" in t}
+        return cls(shown=text, durable=len(text), tasks=tasks)
+
+
+def render_text(text: str, tasks: list[dict[str, Any]], footer: str | None = None) -> str:
+    """A part as plain message text: what `chat.update` shows where there is no stream."""
+    lines = [text.strip()] if text.strip() else []
+    steps = [
+        f"{TASK_MARKS.get(t.get('status', ''), '·')} {t.get('title', '')}"
+        + (f" — {t['output']}" if t.get("output") and t.get("status") == "error" else "")
+        for t in tasks
+        if t.get("id") != STATUS_TASK
+    ]
+    if steps:
+        lines.append("\n".join(steps))
+    if footer:
+        lines.append(footer)
+    return ("\n\n".join(lines) or "…")[:MAX_TEXT]
+
+
+def metadata_for(post_key: str) -> dict[str, Any]:
+    return {"event_type": "agent_reply", "event_payload": {"post_key": post_key}}
+
+
+class ReplyPart:
+    """Base: content bookkeeping shared by both ways of showing a reply."""
+
+    mode = "stream"
+
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        target: Target,
+        post_key: str,
+        *,
+        clock: Callable[[], float] = time.time,
+        content: PartContent | None = None,
+    ) -> None:
+        self.client = client
+        self.target = target
+        self.post_key = post_key
+        self.clock = clock
+        self.content = content or PartContent()
+        self.ts: str | None = None
+        self.opened_at = clock()
+        self.pending: list[Chunk] = []
+        self.stale = False
+        """The message must be rewritten whole (it no longer matches what was sent)."""
+        self.closed = False
+
+    # content -------------------------------------------------------------------------------
+
+    def add_text(self, text: str) -> None:
+        """Queue text in order with task updates (consecutive text merges into one chunk)."""
+        if not text:
+            return
+        self.content.shown += text
+        last = self.pending[-1] if self.pending else None
+        if isinstance(last, MarkdownTextChunk):
+            last.text += text
+        else:
+            self.pending.append(MarkdownTextChunk(text=text))
+
+    def separate(self) -> None:
+        """Start a new paragraph if this part already shows text."""
+        if self.content.shown and not self.content.shown.endswith("\n"):
+            self.add_text("\n\n")
+
+    def drop_pending_live(self, live: str) -> bool:
+        """Take back live text not yet sent (a retried model call voided it); False if sent."""
+        last = self.pending[-1] if self.pending else None
+        if live and isinstance(last, MarkdownTextChunk) and last.text.endswith(live):
+            last.text = last.text[: -len(live)]
+            self.content.shown = self.content.shown[: -len(live)]
+            return True
+        return not live
+
+    def mark_durable(self) -> None:
+        self.content.durable = len(self.content.shown)
+
+    def task(self, task_id: str, title: str, status: str, output: str | None = None) -> None:
+        entry: dict[str, Any] = {"id": task_id, "title": title, "status": status}
+        if output:
+            entry["output"] = output[:200]
+        self.content.tasks[task_id] = entry
+        self.pending.append(TaskUpdateChunk(**entry))
+
+    def take_pending(self) -> tuple[list[Chunk], str]:
+        """Hand what is not sent yet to the next part (a rollover), with its text."""
+        chunks, self.pending = self.pending, []
+        text = "".join(c.text for c in chunks if isinstance(c, MarkdownTextChunk))
+        if text:
+            self.content.shown = self.content.shown[: len(self.content.shown) - len(text)]
+        for chunk in chunks:
+            if isinstance(chunk, TaskUpdateChunk) and chunk.id in self.content.tasks:
+                del self.content.tasks[chunk.id]
+        return chunks, text
+
+    def adopt(self, chunks: list[Chunk]) -> None:
+        for chunk in chunks:
+            if isinstance(chunk, MarkdownTextChunk):
+                self.add_text(chunk.text)
+            elif isinstance(chunk, TaskUpdateChunk):
+                self.task(chunk.id, chunk.title, chunk.status, chunk.output)
+
+    @property
+    def dirty(self) -> bool:
+        return bool(self.pending or self.stale)
+
+    def age(self) -> float:
+        return self.clock() - self.opened_at
+
+    def finish_status_task(self) -> None:
+        status = self.content.tasks.get(STATUS_TASK)
+        if status is not None and status["status"] == "in_progress":
+            self.task(STATUS_TASK, status["title"], "complete")
+
+    # Slack ---------------------------------------------------------------------------------
+
+    async def open(self) -> str:
+        raise NotImplementedError
+
+    async def flush(self, *, force: bool = False) -> None:
+        raise NotImplementedError
+
+    async def close(self, footer: str | None = None) -> None:
+        raise NotImplementedError
+
+    def full_text(self, footer: str | None = None) -> str:
+        return render_text(self.content.shown, list(self.content.tasks.values()), footer)
+
+    async def repair(self, ts: str, footer: str | None = None) -> None:
+        """Make the message show exactly the durable body (after a crash or a lost append)."""
+        body = self.content.body()
+        text = render_text(body["text"], body["tasks"], footer)
+        await call(
+            "chat.update",
+            lambda: self.client.chat_update(channel=self.target.channel, ts=ts, text=text),
+        )
+
+
+class StreamPart(ReplyPart):
+    mode = "stream"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.stream: AsyncChatStream | None = None
+
+    async def _stream(self) -> AsyncChatStream:
+        if self.stream is None:
+            assert self.target.thread_ts is not None, "Slack streams only into a thread"
+            self.stream = await self.client.chat_stream(
+                channel=self.target.channel,
+                thread_ts=self.target.thread_ts,
+                recipient_team_id=self.target.team if self.target.user_id else None,
+                recipient_user_id=self.target.user_id,
+                task_display_mode="timeline",
+                # Chunks are flushed by the renderer (size or time); the helper must not hold any.
+                buffer_size=1_000_000,
+                metadata=metadata_for(self.post_key),
+            )
+        return self.stream
+
+    def _chunks(self) -> list[Chunk]:
+        return [c for c in self.pending if not isinstance(c, MarkdownTextChunk) or c.text]
+
+    async def open(self) -> str:
+        """Start the stream with whatever is pending (the first chunk creates the message)."""
+        stream = await self._stream()
+        if not self.dirty:
+            self.task(STATUS_TASK, "Working on it", "in_progress")
+        chunks = self._chunks()
+        await call("chat.startStream", lambda: stream.append(chunks=chunks))
+        self.pending = []
+        self.ts = stream.ts
+        assert self.ts is not None
+        return self.ts
+
+    async def flush(self, *, force: bool = False) -> None:
+        if not self.dirty:
+            return
+        stream = await self._stream()
+        chunks = self._chunks()
+        await call("chat.appendStream", lambda: stream.append(chunks=chunks))
+        self.pending = []
+
+    async def close(self, footer: str | None = None) -> None:
+        self.finish_status_task()
+        if footer:
+            self.separate()
+            self.add_text(footer)
+        stream = await self._stream()
+        chunks = self._chunks()
+        await call(
+            "chat.stopStream",
+            lambda: stream.stop(chunks=chunks, metadata=metadata_for(self.post_key)),
+        )
+        self.pending = []
+        self.mark_durable()
+        self.closed = True
+
+
+class UpdatePart(ReplyPart):
+    """Post once, then edit: for top-level posts and wherever streaming is refused."""
+
+    mode = "update"
+
+    def __init__(self, *args: Any, min_interval: float = 1.0, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.min_interval = min_interval
+        self.last_update = 0.0
+
+    async def open(self) -> str:
+        text = self.full_text()
+        response = await call(
+            "chat.postMessage",
+            lambda: self.client.chat_postMessage(
+                channel=self.target.channel,
+                thread_ts=self.target.thread_ts,
+                text=text,
+                metadata=metadata_for(self.post_key),
+            ),
+        )
+        self.pending = []
+        self.ts = str(response["ts"])
+        self.last_update = self.clock()
+        return self.ts
+
+    async def flush(self, *, force: bool = False) -> None:
+        if not self.dirty:
+            return
+        if not force and self.clock() - self.last_update < self.min_interval:
+            return
+        await self._update(self.full_text())
+
+    async def _update(self, text: str) -> None:
+        ts = self.ts
+        assert ts is not None
+        await call(
+            "chat.update",
+            lambda: self.client.chat_update(channel=self.target.channel, ts=ts, text=text),
+        )
+        self.pending = []
+        self.stale = False
+        self.last_update = self.clock()
+
+    async def close(self, footer: str | None = None) -> None:
+        self.finish_status_task()
+        await self._update(self.full_text(footer))
+        if footer:
+            self.separate()
+            self.add_text(footer)
+            self.pending = []
+        self.mark_durable()
+        self.closed = True
+
+    @classmethod
+    def take_over(cls, part: ReplyPart, min_interval: float) -> UpdatePart:
+        """Continue a stream Slack no longer accepts by editing the same message."""
+        other = cls(
+            part.client,
+            part.target,
+            part.post_key,
+            clock=part.clock,
+            content=part.content,
+            min_interval=min_interval,
+        )
+        other.ts = part.ts
+        other.opened_at = part.opened_at
+        other.pending = list(part.pending)
+        other.stale = True
+        return other

@@ -1,0 +1,123 @@
+"""Slack Web API calls as the renderer needs them: vendor errors translated at this boundary.
+
+    SlackCallError
+    ├── RateLimited   429: nothing was applied; wait `retry_after` and send the same call again
+    ├── Uncertain     5xx or the connection failed: the call may or may not have been applied
+    └── Refused       `ok: false`: Slack applied nothing and says why (`code`)
+        └── StreamGone   `message_not_in_streaming_state`: the stream ended (expired or stopped)
+
+slack-sdk's `AsyncRateLimitErrorRetryHandler` is installed on the client (it is off by default),
+so short 429 bursts are absorbed there, honouring Retry-After; what gets through it surfaces
+here as `RateLimited` and the renderer keeps the work queued instead of dropping it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import aiohttp
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+)
+from slack_sdk.web.async_client import AsyncWebClient
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+STREAM_GONE = "message_not_in_streaming_state"
+
+
+class SlackCallError(Exception):
+    def __init__(self, method: str, code: str) -> None:
+        super().__init__(f"{method}: {code}")
+        self.method = method
+        self.code = code
+
+
+class RateLimited(SlackCallError):
+    def __init__(self, method: str, retry_after: float) -> None:
+        super().__init__(method, "ratelimited")
+        self.retry_after = retry_after
+
+
+class Uncertain(SlackCallError):
+    """Whether Slack applied the call is unknown; a post must be reconciled, not repeated."""
+
+
+class Refused(SlackCallError):
+    """Slack answered `ok: false`; nothing was applied."""
+
+
+class StreamGone(Refused):
+    """The streamed message no longer accepts appends."""
+
+
+def make_client(token: str, base_url: str, *, rate_limit_retries: int = 2) -> AsyncWebClient:
+    client = AsyncWebClient(token=token, base_url=base_url, timeout=15)
+    client.retry_handlers = [
+        AsyncConnectionErrorRetryHandler(),
+        AsyncRateLimitErrorRetryHandler(max_retry_count=rate_limit_retries),
+    ]
+    return client
+
+
+async def call(method: str, send: Callable[[], Awaitable[T]]) -> T:
+    """Send once and translate failures into the tree above."""
+    try:
+        return await send()
+    except SlackApiError as err:
+        raise translate(method, err) from None
+    except (aiohttp.ClientError, TimeoutError) as err:
+        raise Uncertain(method, type(err).__name__) from None
+
+
+def translate(method: str, err: SlackApiError) -> SlackCallError:
+    response = err.response
+    status = getattr(response, "status_code", 200)
+    if status == 429:
+        headers = getattr(response, "headers", {}) or {}
+        retry_after = next((v for k, v in headers.items() if k.lower() == "retry-after"), "1")
+        return RateLimited(method, _seconds(retry_after))
+    if status >= 500:
+        return Uncertain(method, f"http_{status}")
+    data: Any = getattr(response, "data", None)
+    code = str(data.get("error", "unknown_error")) if isinstance(data, dict) else "unknown_error"
+    if code == STREAM_GONE:
+        return StreamGone(method, code)
+    return Refused(method, code)
+
+
+async def patiently(
+    method: str,
+    send: Callable[[], Awaitable[T]],
+    *,
+    stop: asyncio.Event | None = None,
+    max_wait: float = 30.0,
+) -> T:
+    """Like `call`, but waits out rate limits for as long as they last (nothing is dropped).
+
+    Only `RateLimited` is retried here: it is the one failure that proves nothing was applied.
+    """
+    delay = 1.0
+    while True:
+        try:
+            return await call(method, send)
+        except RateLimited as limited:
+            wait = min(max(limited.retry_after, delay), max_wait)
+            log.warning("slack rate limit", extra={"method": method, "retry_after": wait})
+            delay = min(delay * 2, max_wait)
+            if stop is not None and stop.is_set():
+                raise
+            await asyncio.sleep(wait)
+
+
+def _seconds(value: Any) -> float:
+    try:
+        return max(float(value), 0.0)
+    except (TypeError, ValueError):
+        return 1.0

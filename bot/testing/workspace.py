@@ -1,0 +1,201 @@
+"""The stand-in's memory: messages per channel, streams in progress, every call made, and the
+faults queued for the next calls. Pure data, no HTTP, so tests can inspect it directly."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+STREAM_ERROR = "message_not_in_streaming_state"
+
+
+@dataclass
+class Call:
+    method: str
+    args: dict[str, Any]
+    status: int = 200
+    response: dict[str, Any] = field(default_factory=dict)
+    at: float = 0.0
+
+
+@dataclass
+class Fault:
+    """What the next matching call gets instead of a normal answer."""
+
+    method: str
+    kind: str  # ratelimited | server_error | not_in_streaming_state | error:<code>
+    times: int = 1
+    retry_after: int = 1
+    applied: bool = False
+    """For server_error: do the work before failing (the uncertain case)."""
+
+
+@dataclass
+class Message:
+    channel: str
+    ts: str
+    text: str = ""
+    user: str | None = None
+    bot_id: str | None = None
+    thread_ts: str | None = None
+    blocks: list[Any] | None = None
+    metadata: dict[str, Any] | None = None
+    streaming: bool = False
+    stream_started: float = 0.0
+    tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    edited: int = 0
+    deleted: bool = False
+
+    def to_json(self, *, with_metadata: bool = True) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": "message", "ts": self.ts, "text": self.text}
+        if self.user:
+            out["user"] = self.user
+        if self.bot_id:
+            out["bot_id"] = self.bot_id
+        if self.thread_ts:
+            out["thread_ts"] = self.thread_ts
+        if self.blocks is not None:
+            out["blocks"] = self.blocks
+        if with_metadata and self.metadata is not None:
+            out["metadata"] = self.metadata
+        return out
+
+
+class Workspace:
+    def __init__(
+        self,
+        *,
+        team_id: str,
+        bot_user_id: str,
+        bot_id: str,
+        clock: Callable[[], float] = time.time,
+        stream_max_age: float | None = None,
+    ) -> None:
+        self.team_id = team_id
+        self.bot_user_id = bot_user_id
+        self.bot_id = bot_id
+        self.clock = clock
+        self.stream_max_age = stream_max_age
+        self.calls: list[Call] = []
+        self.messages: dict[str, list[Message]] = {}
+        self.ephemerals: list[dict[str, Any]] = []
+        self.responses: list[dict[str, Any]] = []
+        self.statuses: list[dict[str, Any]] = []
+        self.faults: list[Fault] = []
+        self._ts = itertools.count(1)
+        self._base = int(time.time())
+
+    # time stamps ---------------------------------------------------------------------------
+
+    def next_ts(self) -> str:
+        return f"{self._base}.{next(self._ts):06d}"
+
+    # faults --------------------------------------------------------------------------------
+
+    def fail(
+        self,
+        method: str,
+        kind: str,
+        *,
+        times: int = 1,
+        retry_after: int = 1,
+        applied: bool = False,
+    ) -> None:
+        self.faults.append(Fault(method, kind, times, retry_after, applied))
+
+    def take_fault(self, method: str) -> Fault | None:
+        for fault in self.faults:
+            if fault.method in (method, "*") and fault.times > 0:
+                fault.times -= 1
+                return fault
+        return None
+
+    # messages ------------------------------------------------------------------------------
+
+    def add(self, message: Message) -> Message:
+        self.messages.setdefault(message.channel, []).append(message)
+        return message
+
+    def find(self, channel: str, ts: str) -> Message | None:
+        for message in self.messages.get(channel, []):
+            if message.ts == ts and not message.deleted:
+                return message
+        return None
+
+    def thread(self, channel: str, thread_ts: str) -> list[Message]:
+        return [
+            m
+            for m in self.messages.get(channel, [])
+            if not m.deleted and (m.ts == thread_ts or m.thread_ts == thread_ts)
+        ]
+
+    def top_level(self, channel: str) -> list[Message]:
+        return [
+            m
+            for m in self.messages.get(channel, [])
+            if not m.deleted and (m.thread_ts is None or m.thread_ts == m.ts)
+        ]
+
+    def bot_messages(self, channel: str | None = None) -> list[Message]:
+        channels = [channel] if channel else list(self.messages)
+        return [
+            m
+            for c in channels
+            for m in self.messages.get(c, [])
+            if m.bot_id == self.bot_id and not m.deleted
+        ]
+
+    def calls_to(self, method: str) -> list[Call]:
+        return [c for c in self.calls if c.method == method]
+
+    def stream_expired(self, message: Message) -> bool:
+        if not message.streaming:
+            return True
+        if self.stream_max_age is None:
+            return False
+        return self.clock() - message.stream_started > self.stream_max_age
+
+    # a readable thread ---------------------------------------------------------------------
+
+    def render_thread(
+        self, channel: str, thread_ts: str, names: dict[str, str] | None = None
+    ) -> str:
+        names = names or {}
+        lines: list[str] = []
+        for message in self.thread(channel, thread_ts):
+            who = "agent" if message.bot_id else names.get(message.user or "", message.user or "?")
+            body = message.text or _blocks_text(message.blocks)
+            lines.append(f"  {who:>8} │ " + body.replace("\n", "\n           │ "))
+            for task in message.tasks.values():
+                mark = {"complete": "✓", "error": "✗", "in_progress": "…"}.get(task["status"], "·")
+                extra = f" — {task['output']}" if task.get("output") else ""
+                lines.append(f"           │   {mark} {task['title']}{extra}")
+            buttons = _buttons(message.blocks)
+            if buttons:
+                lines.append("           │   " + "  ".join(f"[{b}]" for b in buttons))
+        return "\n".join(lines)
+
+
+def _blocks_text(blocks: list[Any] | None) -> str:
+    parts: list[str] = []
+    for block in blocks or []:
+        text = block.get("text") if isinstance(block, dict) else None
+        if isinstance(text, dict) and text.get("text"):
+            parts.append(str(text["text"]))
+        for element in block.get("elements", []) if isinstance(block, dict) else []:
+            if isinstance(element, dict) and element.get("type") in ("mrkdwn", "plain_text"):
+                parts.append(str(element.get("text", "")))
+    return "\n".join(parts)
+
+
+def _buttons(blocks: list[Any] | None) -> list[str]:
+    found: list[str] = []
+    for block in blocks or []:
+        if isinstance(block, dict) and block.get("type") == "actions":
+            for element in block.get("elements", []):
+                if element.get("type") == "button":
+                    found.append(str(element.get("text", {}).get("text", "")))
+    return found

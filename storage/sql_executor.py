@@ -1,0 +1,100 @@
+"""How a transaction body reaches the database: one hop per transaction, whatever the driver.
+
+Every `SqlStore` method is a plain sync function `(Connection) -> result` (its "body"), so the SQL
+is written once. An executor runs a body in one transaction:
+
+- `ThreadExecutor` (SQLite): the sync engine on one dedicated worker thread per store. A body runs
+  there whole, so a step commit costs one hand-off between the event loop and the thread. An
+  async SQLite driver hands each cursor call to its thread instead (about twenty per commit),
+  and those hand-offs, not SQLite, were most of a step's cost. One thread also means one
+  connection: SQLite has a single writer anyway, and the store's writes queue up in-process
+  instead of contending for the file lock.
+- `AsyncExecutor` (PostgreSQL): SQLAlchemy's async engine on psycopg's native asyncio, the body
+  run through `AsyncConnection.run_sync`, which drives the same sync code without a thread.
+
+Write transactions are begun with the `WRITE_OPTION` execution option, which SQLite turns into
+BEGIN IMMEDIATE (see `storage.sql_dialects`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Protocol, TypeVar
+
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+R = TypeVar("R")
+
+WRITE_OPTION = "storage_write"
+"""Execution option marking a transaction that will write (SQLite begins those IMMEDIATE)."""
+
+
+class TransactionExecutor(Protocol):
+    async def read(self, body: Callable[[Connection], R]) -> R:
+        """Run `body` in a transaction that is rolled back afterwards (it only reads)."""
+        ...
+
+    async def write(self, body: Callable[[Connection], R]) -> R:
+        """Run `body` in a write transaction: committed if it returns, rolled back if it raises."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections (and threads); the executor is not used afterwards."""
+        ...
+
+
+class ThreadExecutor:
+    """A sync engine confined to one worker thread: every connection is made, used and closed
+    there (pysqlite connections refuse to cross threads, and that is the check we want)."""
+
+    def __init__(self, engine: Engine, *, name: str = "sql-store") -> None:
+        self._engine = engine
+        self._writer = engine.execution_options(**{WRITE_OPTION: True})
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+
+    async def read(self, body: Callable[[Connection], R]) -> R:
+        return await self._hop(_read, self._engine, body)
+
+    async def write(self, body: Callable[[Connection], R]) -> R:
+        return await self._hop(_write, self._writer, body)
+
+    async def close(self) -> None:
+        try:
+            await self._hop(lambda: self._engine.dispose())
+        finally:
+            self._thread.shutdown(wait=False)
+
+    async def _hop(self, fn: Callable[..., R], *args: object) -> R:
+        return await asyncio.get_running_loop().run_in_executor(self._thread, fn, *args)
+
+
+def _read(engine: Engine, body: Callable[[Connection], R]) -> R:
+    with engine.connect() as conn:
+        return body(conn)
+
+
+def _write(engine: Engine, body: Callable[[Connection], R]) -> R:
+    with engine.begin() as conn:
+        return body(conn)
+
+
+class AsyncExecutor:
+    """An async engine; a body runs on the event loop's own thread through `run_sync`."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self._engine = engine
+        self._writer = engine.execution_options(**{WRITE_OPTION: True})
+
+    async def read(self, body: Callable[[Connection], R]) -> R:
+        async with self._engine.connect() as conn:
+            return await conn.run_sync(body)
+
+    async def write(self, body: Callable[[Connection], R]) -> R:
+        async with self._writer.begin() as conn:
+            return await conn.run_sync(body)
+
+    async def close(self) -> None:
+        await self._engine.dispose()

@@ -1,0 +1,245 @@
+"""Transaction bodies for the turn queue: enqueue (turns and resets), cancel requests, resume, and
+the reads the runtime and operators make of turns, sessions and the logs.
+
+Every write here starts by locking the session row (PostgreSQL: FOR UPDATE or an UPDATE of it;
+SQLite: the database write lock BEGIN IMMEDIATE took), so it serialises with the fenced commits
+of the worker holding the session: a turn cannot be queued between a park's check and its commit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Row, exists, func, insert, or_, select, update
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
+
+from agent.errors import ResumeConflictError, SessionSuspendedError, StepConflictError
+from agent.events import TurnEvent, event_from_json
+from agent.messages import JsonValue, Message, message_from_json
+from agent.seams import UNFINISHED, SessionRecord, SessionStatus, TurnKind, TurnRecord, TurnStatus
+from storage.json_text import canonical_json, dump_json, load_json
+from storage.records import (
+    parked_on_other_turn,
+    session_record,
+    suspended_message,
+    turn_record,
+)
+from storage.sql_dialects import SqlDialect
+from storage.sql_schema import events, messages, sessions, steps, turns
+
+UNFINISHED_VALUES = [status.value for status in UNFINISHED]
+OPEN_VALUES = [*UNFINISHED_VALUES, TurnStatus.SUSPENDED.value]
+
+
+def enqueue(
+    conn: Connection,
+    dialect: SqlDialect,
+    row: dict[str, Any],
+    *,
+    refuse_if_parked: bool,
+    cancel_unfinished: str | None,
+) -> tuple[TurnRecord, bool]:
+    """Queue the turn `row` (see `records.new_turn`), or return the one with its id."""
+    session, turn_id = row["session_key"], row["turn_id"]
+    conn.execute(
+        dialect.insert_ignoring_conflict(sessions, "key").values(
+            key=session, status=SessionStatus.NEW.value, updated_at=row["created_at"]
+        )
+    )
+    # Locks the row on PostgreSQL, so a concurrent park (whose fence updates this row) cannot
+    # slip between the suspended check and the insert.
+    state = conn.execute(
+        select(sessions.c.status, sessions.c.pending, sessions.c.generation)
+        .where(sessions.c.key == session)
+        .with_for_update()
+    ).one()
+    existing = get_turn(conn, session, turn_id)
+    if existing is not None:
+        return existing, False
+    if refuse_if_parked and parked_on_other_turn(state.status, state.pending, turn_id):
+        raise SessionSuspendedError(suspended_message(session, state.pending))
+    values = {**row, "generation": state.generation}
+    created = conn.execute(
+        dialect.insert_ignoring_conflict(turns, "session_key", "turn_id")
+        .values(values)
+        .returning(turns.c.id)
+    ).scalar_one_or_none()
+    if created is None:
+        # Another writer inserted the same turn between our read and our insert.
+        raced = get_turn(conn, session, turn_id)
+        if raced is None:
+            raise StepConflictError(f"turn {turn_id!r} conflicted but cannot be read")
+        return raced, False
+    if cancel_unfinished is not None:
+        conn.execute(
+            update(turns)
+            .where(
+                turns.c.session_key == session,
+                turns.c.status.in_(UNFINISHED_VALUES),
+                turns.c.kind == TurnKind.TURN.value,
+                turns.c.cancel_reason.is_(None),
+                turns.c.id != created,
+            )
+            .values(cancel_reason=cancel_unfinished)
+        )
+    return turn_record({**values, "id": created}), True
+
+
+def request_cancel(conn: Connection, session: str, turn_id: str, reason: str) -> TurnRecord | None:
+    """A reset turn is not cancellable (the runtime applies it regardless), so it reads as None."""
+    stmt = (
+        update(turns)
+        .where(
+            turns.c.session_key == session,
+            turns.c.turn_id == turn_id,
+            turns.c.status.in_(UNFINISHED_VALUES),
+            turns.c.kind == TurnKind.TURN.value,
+        )
+        .values(cancel_reason=func.coalesce(turns.c.cancel_reason, reason))
+        .returning(*turns.c)
+    )
+    row = conn.execute(stmt).first()
+    return None if row is None else turn_record(row._mapping)
+
+
+def resume(
+    conn: Connection,
+    session: str,
+    turn_id: str,
+    expected_pending: JsonValue,
+    answer_step: str,
+    answer: JsonValue,
+    now: float,
+) -> None:
+    """Checks under the session row's lock, then writes; any failed check raises before a write
+    would be kept. The lock comes first so that every later statement (a fresh snapshot each, on
+    PostgreSQL) sees whatever a racing resume or a reset's enqueue committed while we waited."""
+    state = conn.execute(
+        select(sessions.c.status, sessions.c.pending)
+        .where(sessions.c.key == session)
+        .with_for_update()
+    ).first()
+    if (
+        state is None
+        or state.status != SessionStatus.SUSPENDED
+        or state.pending != canonical_json(expected_pending)
+    ):
+        raise ResumeConflictError(
+            "the session is not parked on that request (answered already, changed, or reset)"
+        )
+    reset_queued = select(turns.c.id).where(
+        turns.c.session_key == session,
+        turns.c.kind == TurnKind.RESET.value,
+        turns.c.status.in_(UNFINISHED_VALUES),
+    )
+    if conn.execute(reset_queued.limit(1)).first() is not None:
+        raise ResumeConflictError("a reset of the session is queued; the park will be cancelled")
+    requeued = conn.execute(
+        update(turns)
+        .where(
+            turns.c.session_key == session,
+            turns.c.turn_id == turn_id,
+            turns.c.status == TurnStatus.SUSPENDED.value,
+        )
+        .values(status=TurnStatus.QUEUED.value)
+    ).rowcount
+    if requeued != 1:
+        raise ResumeConflictError(f"turn {turn_id!r} is not the parked turn")
+    try:
+        conn.execute(
+            insert(steps).values(
+                session_key=session, turn_id=turn_id, step_id=answer_step, value=dump_json(answer)
+            )
+        )
+    except IntegrityError as err:
+        raise ResumeConflictError(f"step {answer_step!r} was answered already") from err
+    conn.execute(
+        update(sessions)
+        .where(sessions.c.key == session)
+        .values(status=SessionStatus.RUNNING.value, pending=None, updated_at=now)
+    )
+
+
+# -- reads --------------------------------------------------------------------------------------
+
+
+def get_turn(conn: Connection, session: str, turn_id: str) -> TurnRecord | None:
+    query = select(turns).where(turns.c.session_key == session, turns.c.turn_id == turn_id)
+    row = conn.execute(query).first()
+    return None if row is None else turn_record(row._mapping)
+
+
+def next_turn(conn: Connection, session: str) -> TurnRecord | None:
+    query = (
+        select(turns)
+        .where(turns.c.session_key == session, turns.c.status.in_(UNFINISHED_VALUES))
+        .order_by(turns.c.id)
+        .limit(1)
+    )
+    row = conn.execute(query).first()
+    return None if row is None else turn_record(row._mapping)
+
+
+def list_turns(conn: Connection, session: str) -> list[TurnRecord]:
+    live = select(sessions.c.generation).where(sessions.c.key == session).scalar_subquery()
+    query = (
+        select(turns)
+        .where(turns.c.session_key == session, turns.c.generation == live)
+        .order_by(turns.c.id)
+    )
+    return _turns(conn.execute(query).all())
+
+
+def open_turns(conn: Connection) -> list[TurnRecord]:
+    query = select(turns).where(turns.c.status.in_(OPEN_VALUES)).order_by(turns.c.id)
+    return _turns(conn.execute(query).all())
+
+
+def _turns(rows: Any) -> list[TurnRecord]:
+    return [turn_record(row._mapping) for row in rows]
+
+
+def get_session(conn: Connection, session: str) -> SessionRecord | None:
+    row: Row[Any] | None = conn.execute(select(sessions).where(sessions.c.key == session)).first()
+    return None if row is None else session_record(row._mapping)
+
+
+def load_transcript(conn: Connection, session: str) -> list[Message]:
+    query = (
+        select(messages.c.body).where(messages.c.session_key == session).order_by(messages.c.idx)
+    )
+    return [message_from_json(body) for body in conn.execute(query).scalars()]
+
+
+def load_steps(conn: Connection, session: str, turn_id: str) -> dict[str, JsonValue]:
+    query = (
+        select(steps.c.step_id, steps.c.value)
+        .where(steps.c.session_key == session, steps.c.turn_id == turn_id)
+        .order_by(steps.c.id)
+    )
+    return {row.step_id: load_json(row.value) for row in conn.execute(query)}
+
+
+def read_events(
+    conn: Connection, session: str, after_seq: int, limit: int | None
+) -> list[TurnEvent]:
+    query = (
+        select(events.c.seq, events.c.body)
+        .where(events.c.session_key == session, events.c.seq > after_seq)
+        .order_by(events.c.seq)
+        .limit(limit)
+    )
+    return [event_from_json(row.body, session=session, seq=row.seq) for row in conn.execute(query)]
+
+
+def recoverable_sessions(conn: Connection, now: float) -> list[str]:
+    has_work = exists().where(
+        turns.c.session_key == sessions.c.key, turns.c.status.in_(UNFINISHED_VALUES)
+    )
+    query = (
+        select(sessions.c.key)
+        .where(or_(sessions.c.lease_owner.is_(None), sessions.c.lease_expires_at < now), has_work)
+        .order_by(sessions.c.key)
+    )
+    return list(conn.execute(query).scalars())

@@ -1,0 +1,364 @@
+"""Durable effects with receipts: the FAN-7 ambiguous-timeout story end to end against an
+inventory service with its own storage, each receipt transition, and the guard rails."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent import (
+    Agent,
+    EffectNotAppliedError,
+    ReceiptStatus,
+    Runtime,
+    ScriptedModel,
+    ScriptedReply,
+    StepConflictError,
+    ToolCall,
+    ToolContext,
+    ToolMessage,
+    resolve_receipt,
+    tool,
+)
+from agent.seams import SessionStore
+from tests.support.effect_fixtures import fan_agent, fan_model
+from tests.support.engine_fixtures import RUN_LOG_ENV, read_runs
+from tests.support.inventory_service import InventoryService
+from tests.support.threaded_server import ThreadedServer
+
+ROOT = Path(__file__).resolve().parents[2]
+KEY = "reserve_inventory:FAN-7"
+
+
+@pytest.fixture
+def inventory(tmp_path: Path) -> Iterator[tuple[InventoryService, str]]:
+    service = InventoryService(tmp_path / "inventory.db", {"FILTER-A": 4})
+    with ThreadedServer(service.app) as server:
+        yield service, server.base_url
+
+
+def _rt(store: SessionStore, agent: Agent, model: ScriptedModel) -> Runtime:
+    return Runtime(store, model, agent=agent, recovery_interval=0.05, poll_interval=0.02)
+
+
+def _tool_results(transcript: list[Any]) -> list[Any]:
+    return [m for m in transcript if isinstance(m, ToolMessage)]
+
+
+async def test_fan7_steps_1_to_3(store: SessionStore, inventory: Any) -> None:
+    service, url = inventory
+    agent = fan_agent(url, timeout=0.3)
+    async with _rt(store, agent, fan_model()) as rt:
+        session = rt.session(agent, "fan")
+
+        # 1. the reservation commits at the service but the response is lost
+        service.lose_response[KEY] = 1.5
+        first = await session.turn("reserve two FILTER-A for FAN-7")
+        receipt = await store.get_receipt("fan", KEY)
+        assert receipt is not None
+        assert receipt.status == ReceiptStatus.UNCERTAIN
+        assert service.stock("FILTER-A") == 2
+        error = _tool_results(await store.load_transcript("fan"))[0].result["error"]
+        assert error.startswith("EffectUncertainError:")
+        assert "uncertain" in error
+        assert "person" in error
+        assert first.text.startswith("Could not reserve")
+
+        # ... and no later turn retries it blindly
+        service.lose_response.clear()
+        await session.turn("try FAN-7 again")
+        assert service.reserve_calls == 1
+        assert (await store.get_receipt("fan", KEY)).status == ReceiptStatus.UNCERTAIN
+
+        # 2. recovery by receipt lookup at the service; an operator resolves the receipt
+        observed = service.receipt(KEY)
+        assert observed is not None
+        resolved = await resolve_receipt(store, "fan", KEY, completed=True, value=observed, now=1)
+        assert resolved.status == ReceiptStatus.COMPLETED
+        third = await session.turn("now open the work order for FAN-7")
+        assert third.text == "Work order opened."
+        assert service.reserve_calls == 1, (
+            "the completed receipt answers; the service is not called"
+        )
+        assert service.stock("FILTER-A") == 2
+        latest = _tool_results(await store.load_transcript("fan"))
+        assert latest[-2].result["reservation"] == observed
+
+        # 3. same key, another quantity: conflict, nothing sent, nothing changed
+        conflict_model = fan_model(quantity=1)
+        rt.model = conflict_model
+        await session.turn("reserve one FILTER-A for FAN-7")
+        error = _tool_results(await store.load_transcript("fan"))[-1].result["error"]
+        assert error.startswith("EffectConflictError:")
+        assert service.reserve_calls == 1
+        assert service.stock("FILTER-A") == 2
+        assert service.reservations() == [("FILTER-A", 2)]
+
+
+async def test_service_itself_refuses_a_changed_payload_under_a_key(inventory: Any) -> None:
+    import httpx
+
+    service, url = inventory
+    async with httpx.AsyncClient(base_url=url) as client:
+        ok = await client.post(
+            "/reservations",
+            json={"sku": "FILTER-A", "quantity": 2},
+            headers={"Idempotency-Key": "K"},
+        )
+        again = await client.post(
+            "/reservations",
+            json={"sku": "FILTER-A", "quantity": 2},
+            headers={"Idempotency-Key": "K"},
+        )
+        changed = await client.post(
+            "/reservations",
+            json={"sku": "FILTER-A", "quantity": 1},
+            headers={"Idempotency-Key": "K"},
+        )
+    assert again.json()["reservation"] == ok.json()["reservation"]
+    assert changed.status_code == 409
+    assert service.stock("FILTER-A") == 2
+
+
+def _run(url: str, service_url: str, run_log: Path, *args: str) -> subprocess.Popen[str]:
+    env = {**os.environ, RUN_LOG_ENV: str(run_log), "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.support.effect_child", url, service_url, "fan", "T1", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _kill_before_settle(url: str, service_url: str, run_log: Path) -> None:
+    proc = _run(url, service_url, run_log, "--crash-before-settle")
+    assert proc.stdout is not None
+    try:
+        line = proc.stdout.readline()
+        assert line.strip() == "AT settle", proc.stderr.read() if proc.stderr else line
+        proc.kill()
+    finally:
+        proc.wait(timeout=30)
+        proc.stdout.close()
+        if proc.stderr:
+            proc.stderr.close()
+    assert proc.returncode == -9
+
+
+def _recover(url: str, service_url: str, run_log: Path, *extra: str) -> str:
+    proc = _run(url, service_url, run_log, "--recover-only", *extra)
+    out, err = proc.communicate(timeout=90)
+    assert proc.returncode == 0, err
+    return out.splitlines()[-1]
+
+
+async def test_fan7_step_4_kill_after_the_service_committed_then_reconcile(
+    sql_store: Any, sql_url: str, inventory: Any, tmp_path: Path
+) -> None:
+    service, url = inventory
+    run_log = tmp_path / "runs.log"
+    _kill_before_settle(sql_url, url, run_log)
+    # the world moved on: the reservation exists at the service
+    assert service.stock("FILTER-A") == 2
+    assert service.reservations() == [("FILTER-A", 2)]
+    # the engine's pending intent is there, unsettled
+    pending = await sql_store.get_receipt("fan", KEY)
+    assert pending is not None
+    assert pending.status == ReceiptStatus.PREPARED
+
+    assert _recover(sql_url, url, run_log, "--reconcile") == "RESULT completed Work order opened."
+    settled = await sql_store.get_receipt("fan", KEY)
+    assert settled.status == ReceiptStatus.COMPLETED
+    assert settled.receipt_id == pending.receipt_id, "the same receipt was reconciled"
+    assert settled.value == service.receipt(KEY)
+    runs = read_runs(run_log)
+    assert runs == ["reserve:call", "reserve:lookup", "work_order"], (
+        "reconciled before the work order step, and the provider was called once"
+    )
+    # independent of the engine: one reservation, stock moved once
+    assert service.reservations() == [("FILTER-A", 2)]
+    assert service.stock("FILTER-A") == 2
+    assert service.reserve_calls == 1
+
+
+async def test_sigkill_between_fn_and_receipt_commit_leaves_it_uncertain(
+    sql_store: Any, sql_url: str, inventory: Any, tmp_path: Path
+) -> None:
+    service, url = inventory
+    run_log = tmp_path / "runs.log"
+    _kill_before_settle(sql_url, url, run_log)
+    last = _recover(sql_url, url, run_log)
+    assert last.startswith("RESULT completed Could not reserve: EffectUncertainError")
+    receipt = await sql_store.get_receipt("fan", KEY)
+    assert receipt.status == ReceiptStatus.UNCERTAIN
+    assert read_runs(run_log) == ["reserve:call"], "no blind retry after the crash"
+    assert service.reserve_calls == 1
+
+
+# transitions and guard rails -----------------------------------------------------------------
+
+CALLS: list[str] = []
+
+
+def _effect_tool(outcome: Any, *, effect: str = "write") -> Any:
+    @tool(name="pay", effect=effect, confirmation="capability")  # type: ignore[call-overload]
+    async def pay(order: str, ctx: ToolContext) -> Any:
+        """Charge."""
+
+        async def charge(authority: Any) -> Any:
+            CALLS.append(authority.idempotency_key)
+            return outcome(authority)
+
+        effect_result = await ctx.run_effect(f"charge:{order}", charge)
+        return {"value": effect_result.value, "status": effect_result.receipt.status.value}
+
+    return pay
+
+
+def _pay_model(order: str = "o1") -> ScriptedModel:
+    return ScriptedModel(
+        [
+            ScriptedReply(tool_calls=[ToolCall(id="p", name="pay", input={"order": order})]),
+            ScriptedReply(text="done"),
+        ]
+    )
+
+
+async def _pay(store: SessionStore, tool_: Any, key: str = "s1", order: str = "o1") -> Any:
+    agent = Agent(name="a", instructions="x", tools=[tool_])
+    async with _rt(store, agent, _pay_model(order)) as rt:
+        await rt.session(agent, key).turn("pay")
+    return _tool_results(await store.load_transcript(key))[-1]
+
+
+async def test_completed_effect_is_deduplicated_across_turns(store: SessionStore) -> None:
+    CALLS.clear()
+    pay = _effect_tool(lambda a: {"charged": a.receipt_id})
+    first = await _pay(store, pay)
+    second = await _pay(store, pay)
+    assert first.result == second.result
+    assert first.result["status"] == "completed"
+    assert CALLS == ["pay:charge:o1"]
+    receipt = await store.get_receipt("s1", "pay:charge:o1")
+    assert receipt.turn_id != (await store.list_turns("s1"))[-1].turn_id  # metadata only
+
+
+async def test_not_applied_fails_the_receipt_and_allows_a_retry(store: SessionStore) -> None:
+    CALLS.clear()
+    attempts = iter([EffectNotAppliedError("card declined before charging"), {"charged": True}])
+
+    def outcome(authority: Any) -> Any:
+        value = next(attempts)
+        if isinstance(value, Exception):
+            raise value
+        return value
+
+    pay = _effect_tool(outcome)
+    first = await _pay(store, pay)
+    assert first.result["error"] == "EffectNotAppliedError: card declined before charging"
+    assert (await store.get_receipt("s1", "pay:charge:o1")).status == ReceiptStatus.FAILED
+    second = await _pay(store, pay)
+    assert second.result == {"value": {"charged": True}, "status": "completed"}
+    receipt = await store.get_receipt("s1", "pay:charge:o1")
+    assert (receipt.status, receipt.attempt) == (ReceiptStatus.COMPLETED, 2)
+    assert len(CALLS) == 2
+
+
+async def test_unknown_failure_is_uncertain_until_an_operator_resolves_it(
+    store: SessionStore,
+) -> None:
+    CALLS.clear()
+
+    def outcome(authority: Any) -> Any:
+        raise TimeoutError("gateway timed out")
+
+    pay = _effect_tool(outcome)
+    first = await _pay(store, pay)
+    assert first.result["error"].startswith("EffectUncertainError: the outcome of pay:charge:o1")
+    again = await _pay(store, pay)
+    assert again.result["error"].startswith("EffectUncertainError")
+    assert len(CALLS) == 1
+    receipts = await store.list_receipts(status=ReceiptStatus.UNCERTAIN)
+    assert [r.key for r in receipts] == ["pay:charge:o1"]
+    await resolve_receipt(store, "s1", "pay:charge:o1", completed=False, now=2)
+    assert (await store.get_receipt("s1", "pay:charge:o1")).status == ReceiptStatus.FAILED
+    with pytest.raises(StepConflictError):  # only an uncertain receipt can be resolved
+        await resolve_receipt(store, "s1", "pay:charge:o1", completed=True, now=3)
+
+
+async def test_guard_rails(store: SessionStore) -> None:
+    read_tool = _effect_tool(lambda a: 1, effect="read")
+    error = (await _pay(store, read_tool, key="g1")).result["error"]
+    assert "not declared effect='write'" in error
+
+    @tool(effect="write", confirmation="capability", name="pay")
+    async def sloppy(order: str) -> str:
+        """Writes without coordination."""
+        return "charged"
+
+    error = (await _pay(store, sloppy, key="g2")).result["error"]
+    assert "without calling ctx.run_effect" in error
+
+    @tool(effect="write", confirmation="capability", name="pay")
+    async def blank(order: str, ctx: ToolContext) -> Any:
+        """Empty key."""
+        return await ctx.run_effect("", lambda a: _noop())
+
+    error = (await _pay(store, blank, key="g3")).result["error"]
+    assert "must not be empty" in error
+
+
+async def _noop() -> int:
+    return 1
+
+
+async def test_replayed_turn_runs_nothing(store: SessionStore, inventory: Any) -> None:
+    service, url = inventory
+    agent = fan_agent(url)
+    model = fan_model()
+    async with _rt(store, agent, model) as rt:
+        session = rt.session(agent, "fan")
+        first = await session.turn("reserve", turn_id="T1")
+        calls, requests = service.reserve_calls, len(model.requests)
+        again = await session.turn("reserve", turn_id="T1")
+        await session.start("reserve", turn_id="T1")
+    assert first.text == again.text == "Work order opened."
+    assert (first.replayed, again.replayed) == (False, True)
+    assert (service.reserve_calls, len(model.requests)) == (calls, requests) == (1, 3)
+
+
+async def test_facts_are_versioned_with_lineage(store: SessionStore) -> None:
+    @tool
+    async def remember(city: str, ctx: ToolContext) -> str:
+        """Record the delivery city."""
+        assert ctx.facts is not None
+        ctx.facts.put("delivery_city", city)
+        return city
+
+    agent = Agent(name="a", instructions="x", tools=[remember])
+
+    def model_for(city: str) -> ScriptedModel:
+        return ScriptedModel(
+            [
+                ScriptedReply(tool_calls=[ToolCall(id="m", name="remember", input={"city": city})]),
+                ScriptedReply(text="ok"),
+            ]
+        )
+
+    for city in ("Lyon", "Oslo"):
+        async with _rt(store, agent, model_for(city)) as rt:
+            await rt.session(agent, "s1").turn(f"ship to {city}", turn_id=f"T-{city}")
+    latest = await store.get_fact("s1", "delivery_city")
+    assert latest is not None
+    assert (latest.version, latest.value, latest.turn_id) == (2, "Oslo", "T-Oslo")
+    assert (latest.step_id, latest.call_id) == ("tool:1:m", "m")
+    history = await store.fact_history("s1", "delivery_city")
+    assert [(f.version, f.value) for f in history] == [(1, "Lyon"), (2, "Oslo")]

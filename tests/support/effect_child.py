@@ -1,0 +1,65 @@
+"""An engine process for the FAN-7 crash steps: it runs the reservation turn and, with
+`--crash-before-settle`, stops right after the provider answered and before the receipt commits,
+announcing it on stdout so the parent can SIGKILL it there.
+
+    python -m tests.support.effect_child URL SERVICE_URL SESSION TURN [--crash-before-settle]
+        [--recover-only] [--reconcile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from typing import Any
+
+from agent import Runtime
+from storage import SqlStore
+from tests.support.effect_fixtures import fan_agent, fan_model
+
+
+class _SettleHook:
+    def __init__(self, inner: Any, crash: bool) -> None:
+        self._inner = inner
+        self._crash = crash
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def settle_receipt(self, *args: Any, **kwargs: Any) -> Any:
+        if self._crash:
+            print("AT settle", flush=True)
+            time.sleep(600)  # noqa: ASYNC251 - freeze here until the parent SIGKILLs us
+        return await self._inner.settle_receipt(*args, **kwargs)
+
+
+async def main() -> int:
+    parser = argparse.ArgumentParser()
+    for name in ("url", "service_url", "session", "turn"):
+        parser.add_argument(name)
+    parser.add_argument("--crash-before-settle", action="store_true")
+    parser.add_argument("--recover-only", action="store_true")
+    parser.add_argument("--reconcile", action="store_true")
+    args = parser.parse_args()
+    inner = await SqlStore.open(args.url)
+    store = _SettleHook(inner, args.crash_before_settle)
+    agent = fan_agent(args.service_url, timeout=5, reconcile=args.reconcile)
+    runtime = Runtime(
+        store, fan_model(), agent=agent, lease_ttl=0.6, recovery_interval=0.1, poll_interval=0.05
+    )
+    try:
+        async with runtime:
+            session = runtime.session(agent, args.session)
+            if not args.recover_only:
+                await session.start("reserve two FILTER-A for FAN-7", turn_id=args.turn)
+            async with asyncio.timeout(60):
+                result = await session.result(args.turn)
+            print(f"RESULT {result.status.value} {result.text}", flush=True)
+    finally:
+        await inner.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
