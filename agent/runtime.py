@@ -79,14 +79,23 @@ class Runtime:
         if self._sweeper is None:
             self._sweeper = asyncio.create_task(self._sweep_loop(), name="turn-recovery")
 
-    async def close(self) -> None:
+    async def close(self, grace: float = 2.0) -> None:
+        """Stop taking work; let drains finish what they hold for `grace` seconds so leases are
+        released (another worker can then continue at once), then cancel what is left: a turn
+        cut off mid-step resumes elsewhere once its lease expires, like after a crash."""
         self._closed = True
-        tasks = [t for t in [self._sweeper, *self._drains.values()] if t is not None]
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+                await self._sweeper
+        pending = [t for t in self._drains.values() if not t.done()]
+        if pending:
+            _, stragglers = await asyncio.wait(pending, timeout=grace)
+            for task in stragglers:
+                task.cancel()
+            for task in stragglers:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
         self._drains.clear()
 
     # sessions -----------------------------------------------------------------------------
@@ -204,7 +213,7 @@ class Runtime:
         heartbeat = asyncio.create_task(self._heartbeat(lease))
         try:
             transcript = await self.store.load_transcript(lease.session)
-            while True:
+            while not self._closed:
                 turn = await self.store.next_turn(lease.session)
                 if turn is None:
                     return

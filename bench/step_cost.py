@@ -19,7 +19,7 @@ from sqlalchemy.engine import Connection
 from agent.events import TurnEvent
 from agent.runtime import Runtime
 from agent.scripted_model import ScriptedModel
-from agent.seams import TurnStatus
+from agent.seams import ModelRequest, TurnStatus
 from agent.turn_input import TurnInput
 from bench.raw_floor import FOOTPRINT, SYNCHRONOUS_NAMES
 from bench.timing import TurnTiming, from_marks
@@ -39,6 +39,10 @@ class EngineBench:
         self.store = store
         self.calls = calls
         self.model = ScriptedModel(responder=responder(calls))
+        # The scripted model logs every request for tests to inspect, and each request holds a
+        # tuple of the whole transcript: kept for a turn, that is O(transcript) memory per step
+        # for the garbage collector to walk, which no production model adapter does.
+        self.model.requests = _Unrecorded()
         # No recovery sweeper: nothing here needs recovering, and its polling would be noise.
         self.runtime = Runtime(store, self.model, agent=BENCH_AGENT)
 
@@ -77,8 +81,6 @@ class EngineBench:
             raise RuntimeError(
                 f"expected {steps_per_turn(self.calls)} commits on {key!r}, saw {len(marks)}"
             )
-        # The scripted model keeps every request (each holds the transcript); a worker would not.
-        self.model.requests.clear()
         await self._wait_released(key)
         return from_marks(marks, started, ended), result.turn_id
 
@@ -103,6 +105,13 @@ class EngineBench:
             return int(row[0]), int(row[1])
 
         return await self.store.run_sync(count)
+
+
+class _Unrecorded(list[ModelRequest]):
+    """A request log that keeps nothing."""
+
+    def append(self, request: ModelRequest, /) -> None:
+        del request
 
 
 def _durability(conn: Connection) -> str:

@@ -38,6 +38,17 @@ from storage.delivery_store import DeliveryStore
 log = logging.getLogger(__name__)
 
 
+class QueueOnlyRuntime(Runtime):
+    """The runtime of a web process that only queues: turns are left to the workers, which find
+    them by their recovery sweep (the queued turn is already committed)."""
+
+    def kick(self, key: str) -> None:
+        return None
+
+    def start_recovery(self) -> None:
+        return None
+
+
 class SlackBot:
     def __init__(
         self,
@@ -50,6 +61,7 @@ class SlackBot:
         render_settings: RenderSettings | None = None,
         clock: Callable[[], float] = time.time,
         owner: str | None = None,
+        sweep_interval: float = 2.0,
     ) -> None:
         self.settings = settings
         self.agent = agent
@@ -71,6 +83,8 @@ class SlackBot:
             ),
             owner=self.owner,
             clock=clock,
+            sweep_interval=sweep_interval,
+            enabled=not isinstance(runtime, QueueOnlyRuntime),
         )
         self.answers = AnswerHandler(
             runtime=runtime, agent=agent, delivery=delivery, client=client, kick=self.renderers.kick
@@ -88,6 +102,9 @@ class SlackBot:
             client=client,
             signing_secret=signing.get_secret_value() if signing else "",
             process_before_response=True,
+            # `/slack/events` verifies every request (same slack_sdk verifier) before Bolt runs;
+            # Socket Mode traffic needs no signature. Checking twice only costs ack time.
+            request_verification_enabled=False,
             logger=logging.getLogger("slack_bolt"),
         )
         self.listeners.register(self.bolt)
@@ -173,8 +190,13 @@ async def open_bot(
     render_settings: RenderSettings | None = None,
     runtime_options: dict[str, Any] | None = None,
     owner: str | None = None,
+    worker: bool = False,
 ) -> SlackBot:
-    """Open everything the bot needs from settings; parts can be injected (tests, the demo)."""
+    """Open everything the bot needs from settings; parts can be injected (tests, the demo).
+
+    `worker=True` is a process that finds its work by polling (queued turns, active renders)
+    because the web processes that received the events do not run them.
+    """
     from agent.loader import load_agent
 
     chosen = agent or load_agent(settings.agent_path(), emitted_sources=["slack"])
@@ -186,11 +208,13 @@ async def open_bot(
         raise
     token = settings.slack_bot_token
     client = make_client(token.get_secret_value() if token else "", settings.slack_api_url)
-    runtime = Runtime(
+    runtime_class = Runtime if settings.run_turns else QueueOnlyRuntime
+    options = runtime_options or ({"recovery_interval": settings.worker_poll} if worker else {})
+    runtime = runtime_class(
         opened,
         model if model is not None else build_model(settings),
         agent=chosen,
-        **(runtime_options or {}),
+        **options,
     )
     return SlackBot(
         settings=settings,
@@ -201,4 +225,5 @@ async def open_bot(
         render_settings=render_settings,
         clock=clock,
         owner=owner,
+        sweep_interval=settings.worker_poll if worker else 2.0,
     )

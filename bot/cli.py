@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import sys
 
+from agent.errors import AssemblyError, ModelError, SchemaMismatchError
 from bot.settings import ConfigError, Settings
 
 
@@ -25,6 +26,7 @@ def _parser() -> argparse.ArgumentParser:
     current.add_argument("--database-url", default=None)
     sub.add_parser("serve", help="HTTP mode: /slack/events and /healthz on PORT")
     sub.add_parser("socket", help="Socket Mode (local development, no public URL)")
+    sub.add_parser("worker", help="run and render queued turns (for RUN_TURNS=false web)")
     sub.add_parser("clock", help="fire the agent's schedules")
     return parser
 
@@ -65,11 +67,19 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from bot import commands
 
-    runner = {"serve": commands.serve, "socket": commands.socket_mode, "clock": commands.clock}
+    runner = {
+        "serve": commands.serve,
+        "socket": commands.socket_mode,
+        "worker": commands.worker,
+        "clock": commands.clock,
+    }
     try:
         return asyncio.run(runner[args.command](settings))
     except KeyboardInterrupt:
         return 0
+    except (SchemaMismatchError, AssemblyError, ModelError) as err:
+        print(f"bot {args.command}: {err}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

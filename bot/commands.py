@@ -69,6 +69,18 @@ async def clock(settings: Settings) -> int:
     return 0
 
 
+async def worker(settings: Settings) -> int:
+    """Run and render the turns web processes queued (`RUN_TURNS=false` on the web side)."""
+    bot = await open_bot(settings.model_copy(update={"run_turns": True}), worker=True)
+    await bot.start()
+    log.info("worker running", extra={"agent": bot.agent.name, "owner": bot.owner})
+    try:
+        await _until_signalled()
+    finally:
+        await bot.close()
+    return 0
+
+
 def _on_signals(stop: asyncio.Event) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

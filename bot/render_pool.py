@@ -37,6 +37,7 @@ class RendererPool:
         owner: str,
         clock: Callable[[], float] = time.time,
         sweep_interval: float = 2.0,
+        enabled: bool = True,
     ) -> None:
         self.runtime = runtime
         self.delivery = delivery
@@ -45,6 +46,8 @@ class RendererPool:
         self.owner = owner
         self.clock = clock
         self.sweep_interval = sweep_interval
+        self.enabled = enabled
+        """False in a web process that leaves rendering to `bot worker`."""
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._again: set[str] = set()
         self._background: set[asyncio.Task[Any]] = set()
@@ -52,7 +55,7 @@ class RendererPool:
         self._closed = False
 
     def start(self) -> None:
-        if self._sweeper is None:
+        if self._sweeper is None and self.enabled:
             self._sweeper = asyncio.create_task(self._sweep(), name="render-sweep")
 
     async def close(self) -> None:
@@ -71,7 +74,7 @@ class RendererPool:
 
     def kick(self, key: str) -> None:
         """Make sure this session is being rendered; cheap and idempotent."""
-        if self._closed:
+        if self._closed or not self.enabled:
             return
         task = self._tasks.get(key)
         if task is not None and not task.done():

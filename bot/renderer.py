@@ -607,7 +607,7 @@ class SessionRenderer:
                 ),
             )
         state = "closed"
-        if not content.shown and not content.tasks:
+        if not content.shown.strip() and set(content.tasks) <= {"status"}:
             with contextlib.suppress(Refused, Uncertain):
                 await self._patient(
                     "chat.delete",

@@ -19,6 +19,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "serve": ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "ANTHROPIC_API_KEY"),
     "socket": ("SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "ANTHROPIC_API_KEY"),
     "clock": ("SLACK_BOT_TOKEN", "ANTHROPIC_API_KEY"),
+    "worker": ("SLACK_BOT_TOKEN", "ANTHROPIC_API_KEY"),
 }
 
 
@@ -42,6 +43,9 @@ class Settings(BaseSettings):
     host: str = Field(default="0.0.0.0", alias="HOST")
     port: int = Field(default=3000, alias="PORT")
 
+    run_turns: bool = Field(default=True, alias="RUN_TURNS")
+    """False: `bot serve` only acks and queues turns; `bot worker` processes run and render them."""
+    worker_poll: float = Field(default=0.25, alias="WORKER_POLL_SECONDS")
     replace_in_flight: bool = Field(default=True, alias="REPLACE_IN_FLIGHT")
     """A newer message in a thread supersedes the unfinished reply (never a parked approval)."""
     reset_command: str = Field(default="/agent-reset", alias="RESET_COMMAND")

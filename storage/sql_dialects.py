@@ -110,10 +110,14 @@ def _sqlite_on_connect(dbapi_connection: Any, _record: Any) -> None:
 
 
 def _sqlite_on_begin(conn: Connection) -> None:
-    if conn.get_execution_options().get(WRITE_OPTION):
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
-    else:
-        conn.exec_driver_sql("BEGIN")
+    # Straight to the DBAPI cursor: this runs once per transaction, on the step's hot path.
+    cursor = conn.connection.cursor()
+    try:
+        cursor.execute(
+            "BEGIN IMMEDIATE" if conn.get_execution_options().get(WRITE_OPTION) else "BEGIN"
+        )
+    finally:
+        cursor.close()
 
 
 class PostgresDialect(SqlDialect):
@@ -129,7 +133,11 @@ class PostgresDialect(SqlDialect):
         return AsyncExecutor(self.create_engine())
 
     def create_engine(self) -> AsyncEngine:
-        return create_async_engine(self.url, pool_pre_ping=True)
+        # No pre-ping: it is a round trip before every transaction, a third of a step's cost.
+        # After the server drops connections (restart, failover), the first transaction to use
+        # one fails and SQLAlchemy discards the whole pool; a failed step commits nothing and is
+        # retried by recovery. Recycling bounds how long an idle connection is trusted.
+        return create_async_engine(self.url, pool_recycle=1800)
 
     def insert_ignoring_conflict(self, table: Table, *index_elements: str) -> Insert:
         return postgresql.insert(table).on_conflict_do_nothing(index_elements=list(index_elements))

@@ -69,13 +69,14 @@ class SqlStore:
 
     @property
     def dialect(self) -> str:
-        """`sqlite` or `postgresql`."""
+        """`sqlite` or `postgresql`: for `run_sync` callers whose SQL differs (PRAGMA vs SHOW)."""
         return self._dialect.name
 
     async def run_sync(self, fn: Callable[[Connection], R], *, write: bool = False) -> R:
         """Run `fn` with a sync `Connection` in one transaction, the way the store's own methods
-        run: for operators' queries and tests. A read (the default) is rolled back afterwards;
-        `write=True` commits if `fn` returns. Store rows belong to the API; this is for looking."""
+        run (so on SQLite, on the store's thread and connection): for operators' queries and
+        tests. A read (the default) is rolled back afterwards; `write=True` commits if `fn`
+        returns, for tables of the caller's own: the store's rows change only through its API."""
         return await (self._x.write(fn) if write else self._x.read(fn))
 
     async def close(self) -> None:

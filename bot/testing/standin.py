@@ -7,6 +7,7 @@ messages per channel (streams included), and records every call. Faults are queu
     standin.fail("chat.appendStream", "ratelimited", times=5, retry_after=1)
     standin.fail("chat.appendStream", "not_in_streaming_state")
     standin.fail("chat.postMessage", "server_error", applied=True)   # posted, then a 500
+    standin.fail("chat.postMessage", "hang", applied=True)           # posted, never answered
 
 `response_url` posts land in `standin.responses`. A small control API (`/_standin/...`) lets a
 process that does not hold the object (the benchmark) read calls and queue faults.
@@ -14,6 +15,7 @@ process that does not hold the object (the benchmark) read calls and queue fault
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Callable
@@ -129,6 +131,12 @@ class SlackStandIn(Workspace):
             return JSONResponse(
                 call.response, status_code=429, headers={"Retry-After": str(fault.retry_after)}
             )
+        if fault is not None and fault.kind == "hang":
+            # Do the work, then never answer: the caller cannot know it happened (until it
+            # looks), which is what a crash right after a successful call looks like.
+            if fault.applied:
+                call.response = self._dispatch(method, args)
+            await asyncio.sleep(3600)
         if fault is not None and fault.kind == "server_error":
             if fault.applied:
                 self._dispatch(method, args)

@@ -26,7 +26,7 @@ class Fault:
     """What the next matching call gets instead of a normal answer."""
 
     method: str
-    kind: str  # ratelimited | server_error | not_in_streaming_state | error:<code>
+    kind: str  # ratelimited | server_error | hang | not_in_streaming_state | error:<code>
     times: int = 1
     retry_after: int = 1
     applied: bool = False

@@ -4,8 +4,11 @@ locking setup, and several OS processes sharing one database file."""
 from __future__ import annotations
 
 import asyncio
+import shutil
+import sqlite3
 import sys
 import textwrap
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,7 +27,7 @@ from agent.seams import StepCommit, StoreHandle
 from agent.turn_input import TurnInput
 from storage import MemoryStore, SqlStore, current_revision, open_store, upgrade_database
 from storage.migrate import MIGRATIONS_DIR, head_revision
-from storage.sql_dialects import PostgresDialect, SqliteDialect, dialect_for
+from storage.sql_dialects import WRITE_OPTION, PostgresDialect, SqliteDialect, dialect_for
 from storage.sql_schema import metadata
 
 pytestmark = pytest.mark.timeout(60)
@@ -133,11 +136,86 @@ async def test_open_store_picks_the_backend(sqlite_url: str) -> None:
 
 
 def test_dialect_for_maps_urls_and_refuses_unknown_drivers() -> None:
-    assert isinstance(dialect_for("sqlite:///x.db"), SqliteDialect)
+    for url in ("sqlite:///x.db", "sqlite+aiosqlite:///x.db", "sqlite+pysqlite:///x.db"):
+        dialect = dialect_for(url)
+        assert isinstance(dialect, SqliteDialect)
+        assert dialect.url.drivername == "sqlite+pysqlite", "the store's SQLite is sync on a thread"
+        assert dialect.url.database == "x.db"
     assert isinstance(dialect_for("postgresql://u@h/db"), PostgresDialect)
     assert dialect_for("postgresql://u@h/db").url.drivername == "postgresql+psycopg"
     with pytest.raises(ValueError, match="unsupported"):
         dialect_for("mysql+aiomysql://u@h/db")
+
+
+_LATER_REVISION = """
+from alembic import op
+import sqlalchemy as sa
+
+revision = "9999"
+down_revision = "{head}"
+branch_labels = None
+depends_on = None
+
+
+def upgrade():
+    op.create_table("later_things", sa.Column("id", sa.Integer(), primary_key=True))
+
+
+def downgrade():
+    op.drop_table("later_things")
+"""
+
+
+async def test_a_revision_added_later_is_applied_by_upgrade_and_required_by_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No constant names the head: a new script is all a later migration takes."""
+    url = f"sqlite:///{tmp_path / 'bot.db'}"
+    await upgrade_database(url)
+    shipped = head_revision()
+    scripts = tmp_path / "migrations"
+    shutil.copytree(MIGRATIONS_DIR, scripts, ignore=shutil.ignore_patterns("__pycache__"))
+    (scripts / "versions" / "9999_later.py").write_text(_LATER_REVISION.format(head=shipped))
+
+    monkeypatch.setattr(storage.migrate, "MIGRATIONS_DIR", scripts)
+    with pytest.raises(SchemaMismatchError, match=f"at revision {shipped}, this code needs 9999"):
+        await SqlStore.open(url)
+    await upgrade_database(url)
+    assert await current_revision(url) == "9999"
+    store = await SqlStore.open(url)
+    await store.close()
+
+    monkeypatch.undo()
+    with pytest.raises(SchemaMismatchError, match="does not know"):
+        await SqlStore.open(url)
+
+
+async def test_a_local_tool_runs_where_the_transaction_runs(sql_url: str) -> None:
+    """SQLite: on the store's one worker thread (a step is one hop); PostgreSQL: on the event
+    loop's thread, through `run_sync` on the async driver."""
+    store = await SqlStore.open(sql_url)
+    try:
+        await store.enqueue_turn("s", "t1", TurnInput(text="hi"))
+        lease = await store.acquire_lease("s", "w1", 30, 0)
+        assert lease is not None
+        seen: list[str] = []
+
+        def run(handle: StoreHandle) -> str:
+            seen.append(threading.current_thread().name)
+            return str(handle.unwrap().execute(text("SELECT 'in the step'")).scalar_one())
+
+        result, _ = await store.commit_local(
+            lease, run, lambda _r: StepCommit(turn_id="t1", step_id="tool:1:a"), 30, 0
+        )
+        read_on = await store.run_sync(lambda _c: threading.current_thread().name)
+    finally:
+        await store.close()
+    assert result == "in the step"
+    if store.dialect == "sqlite":
+        assert seen[0].startswith("sqlite-store")
+        assert read_on == seen[0]
+    else:
+        assert seen == [threading.current_thread().name]
 
 
 async def test_sqlite_connections_are_durable_and_wait_for_locks(sqlite_url: str) -> None:
@@ -152,6 +230,69 @@ async def test_sqlite_connections_are_durable_and_wait_for_locks(sqlite_url: str
     finally:
         await store.close()
     assert pragmas == ["wal", 2, 30_000]  # synchronous 2 = FULL
+
+
+async def test_run_sync_reads_are_rolled_back_and_writes_committed(sql_url: str) -> None:
+    store = await SqlStore.open(sql_url)
+
+    def has_table(conn: Connection) -> bool:
+        return bool(conn.dialect.has_table(conn, "scratch"))
+
+    try:
+        await store.run_sync(lambda c: c.execute(text("CREATE TABLE scratch (x INTEGER)")))
+        assert not await store.run_sync(has_table)
+        await store.run_sync(
+            lambda c: c.execute(text("CREATE TABLE scratch (x INTEGER)")), write=True
+        )
+        assert await store.run_sync(has_table)
+        await store.run_sync(lambda c: c.execute(text("DROP TABLE scratch")), write=True)
+    finally:
+        await store.close()
+
+
+def _other_writer_is_locked_out(path: str) -> bool:
+    """Whether a second connection (no busy wait) cannot take SQLite's write lock right now."""
+    other = sqlite3.connect(path, isolation_level=None, timeout=0)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        other.execute("ROLLBACK")
+    except sqlite3.OperationalError as err:
+        if "locked" not in str(err):
+            raise
+        return True
+    finally:
+        other.close()
+    return False
+
+
+async def test_sqlite_write_transactions_take_the_write_lock_up_front(sqlite_url: str) -> None:
+    """BEGIN IMMEDIATE for writes (no lock upgrade halfway, so no deadlock between processes),
+    plain BEGIN for reads (they never block a writer)."""
+    path = str(make_url(sqlite_url).database)
+    store = await SqlStore.open(sqlite_url)
+    try:
+        assert await store.run_sync(lambda _c: _other_writer_is_locked_out(path), write=True)
+        assert not await store.run_sync(lambda c: _other_writer_is_locked_out(path))
+        assert not _other_writer_is_locked_out(path)
+    finally:
+        await store.close()
+
+
+async def test_an_async_engine_from_the_dialect_has_the_same_setup(sqlite_url: str) -> None:
+    """For components that keep their own engine (Slack delivery state) next to the store."""
+    engine = dialect_for(sqlite_url).create_engine()
+    path = str(make_url(sqlite_url).database)
+    try:
+        async with engine.execution_options(**{WRITE_OPTION: True}).begin() as conn:
+            pragmas = [
+                (await conn.exec_driver_sql(f"PRAGMA {name}")).scalar_one()
+                for name in ("journal_mode", "synchronous", "busy_timeout")
+            ]
+            locked = _other_writer_is_locked_out(path)
+    finally:
+        await engine.dispose()
+    assert pragmas == ["wal", 2, 30_000]
+    assert locked
 
 
 async def test_local_tool_may_not_end_the_step_transaction(sql_url: str) -> None:

@@ -51,7 +51,8 @@ def _tool_results(transcript: list[Any]) -> list[Any]:
     return [m for m in transcript if isinstance(m, ToolMessage)]
 
 
-async def test_fan7_steps_1_to_3(store: SessionStore, inventory: Any) -> None:
+async def test_fan7_steps_1_to_3(sql_store: Any, inventory: Any) -> None:
+    store = sql_store
     service, url = inventory
     agent = fan_agent(url, timeout=0.3)
     async with _rt(store, agent, fan_model()) as rt:
@@ -320,7 +321,8 @@ async def _noop() -> int:
     return 1
 
 
-async def test_replayed_turn_runs_nothing(store: SessionStore, inventory: Any) -> None:
+async def test_replayed_turn_runs_nothing(sql_store: Any, inventory: Any) -> None:
+    store = sql_store
     service, url = inventory
     agent = fan_agent(url)
     model = fan_model()
@@ -359,6 +361,6 @@ async def test_facts_are_versioned_with_lineage(store: SessionStore) -> None:
     latest = await store.get_fact("s1", "delivery_city")
     assert latest is not None
     assert (latest.version, latest.value, latest.turn_id) == (2, "Oslo", "T-Oslo")
-    assert (latest.step_id, latest.call_id) == ("tool:1:m", "m")
+    assert (latest.step_id, latest.call_id) == ("tool:5:m", "m")
     history = await store.fact_history("s1", "delivery_city")
     assert [(f.version, f.value) for f in history] == [(1, "Lyon"), (2, "Oslo")]

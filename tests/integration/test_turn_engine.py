@@ -106,8 +106,11 @@ async def test_cached_model_step_emits_no_delta_on_replay(store: SessionStore) -
     stream the already-committed model reply again."""
     broken = {"on": True}
 
+    tried = asyncio.Event()
+
     def hook(stage: str, label: str) -> None:
         if broken["on"] and stage == "before" and label == "tool:1:a":
+            tried.set()
             raise ConnectionError("database went away")
 
     @tool
@@ -128,9 +131,8 @@ async def test_cached_model_step_emits_no_delta_on_replay(store: SessionStore) -
     session = rt1.session(agent, "s1")
     await session.start("go", turn_id="T1")
     async with asyncio.timeout(5):
-        while len(await store.load_transcript("s1")) < 2:
-            await asyncio.sleep(0.02)
-    await asyncio.sleep(0.1)  # a few failed attempts at the tool step
+        await tried.wait()
+    await asyncio.sleep(0.1)  # a few more failed attempts at the tool step
     await rt1.close()
     assert len(model.requests) == 1
 
@@ -185,9 +187,7 @@ async def test_local_tool_error_rolls_back_and_model_reads_it(sql_store: Session
     sent = model.requests[1].messages[-1]
     assert isinstance(sent, ToolMessage)
     assert sent.result == {"error": "ValueError: warehouse is closed"}
-    engine = sql_store.engine  # type: ignore[attr-defined]
-    async with engine.connect() as conn:
-        tables = await conn.run_sync(lambda c: c.dialect.has_table(c, "rollback_probe"))
+    tables = await sql_store.run_sync(lambda c: c.dialect.has_table(c, "rollback_probe"))  # type: ignore[attr-defined]
     assert not tables, "the local tool's DDL and insert were rolled back with the step"
 
 
@@ -373,12 +373,14 @@ async def test_stale_lease_holder_cannot_commit(store: SessionStore) -> None:
     """Worker A pauses inside a tool past its lease; B takes over and finishes the turn; when A
     wakes, its commit is refused and nothing is written twice."""
     release_a = asyncio.Event()
+    entered = asyncio.Event()
     calls: list[str] = []
 
     @tool
     async def slow(ctx: ToolContext) -> str:
         """First caller pauses until released."""
         calls.append("run")
+        entered.set()
         if len(calls) == 1:
             await release_a.wait()
         return "done"
@@ -393,8 +395,7 @@ async def test_stale_lease_holder_cannot_commit(store: SessionStore) -> None:
     )
     session_a = worker_a.session(agent, "s1")
     await session_a.start("go", turn_id="T1")
-    while not calls:
-        await asyncio.sleep(0.01)
+    await entered.wait()
     await asyncio.sleep(0.4)  # A's lease has expired while it is "paused"
 
     async with _runtime(store, ScriptedModel(script), agent, owner="B", lease_ttl=5) as worker_b:

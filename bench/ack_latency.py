@@ -1,0 +1,271 @@
+"""Ack latency of `/slack/events` under a burst of signed events while the turns run.
+
+    python -m bench.ack_latency [--rate 200] [--seconds 10] [--db sqlite|postgres]
+
+Two processes on this machine: this one serves the bot (uvicorn, the real engine on SQLite or
+PostgreSQL, the scripted model); a second one plays Slack, running the Web API stand-in and
+sending `rate` signed `app_mention` events per second, each in a new thread, timing every
+response. Reported: p50/p90/p99/max ack time, non-200 answers, and how many of the turns finished
+(and were rendered) within the drain window after the burst.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import SecretStr
+
+SECRET = "bench-signing-secret"
+CHANNEL = "C0BENCH"
+DEFAULT_POSTGRES = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+
+
+# -- the Slack side (second process) -----------------------------------------------------------
+
+
+async def slack_side(rate: float, seconds: float, app_url: str) -> None:
+    """Slack sending events: only this, so the timings are not skewed by other work here.
+
+    aiohttp rather than httpx: at hundreds of requests a second the client's own overhead would
+    otherwise show up in the figures.
+    """
+    import aiohttp
+
+    from bot.testing import SlackDriver
+    from bot.testing.signing import sign_request
+
+    driver = SlackDriver(app_url, SECRET, standin=None)
+    await driver.aclose()
+    latencies: list[float] = []
+    statuses: dict[int, int] = {}
+    total = int(rate * seconds)
+    connector = aiohttp.TCPConnector(limit=500)
+    async with aiohttp.ClientSession(connector=connector) as http:
+        start = time.perf_counter() + 0.2
+
+        async def one(i: int) -> None:
+            await asyncio.sleep(max(0.0, start + i / rate - time.perf_counter()))
+            ts = f"{1_700_000_000 + i}.000100"
+            event = driver.mention_event(f"U{i % 50:04d}", f"bench {i}", channel=CHANNEL, ts=ts)
+            body = json.dumps(driver.envelope(event))
+            headers = {"Content-Type": "application/json", **sign_request(SECRET, body)}
+            sent = time.perf_counter()
+            try:
+                async with http.post(driver.url, data=body.encode(), headers=headers) as response:
+                    await response.read()
+                    statuses[response.status] = statuses.get(response.status, 0) + 1
+            except aiohttp.ClientError:
+                statuses[0] = statuses.get(0, 0) + 1
+            latencies.append(time.perf_counter() - sent)
+
+        await asyncio.gather(*(one(i) for i in range(total)))
+        sent_for = time.perf_counter() - start
+    result = {"latencies": latencies, "statuses": statuses, "sent_for": sent_for}
+    print(json.dumps(result), flush=True)
+
+
+# -- the bot side (this process) ---------------------------------------------------------------
+
+
+def bench_agent() -> tuple[Any, Any]:
+    from agent import Agent, ScriptedModel, ScriptedReply, ToolCall, tool
+
+    @tool
+    async def check(item: str) -> dict[str, Any]:
+        """Look something up."""
+        return {"item": item, "ok": True}
+
+    call = ToolCall(id="c1", name="check", input={"item": "x"})
+    script = [
+        ScriptedReply(text=["Checking."], tool_calls=[call]),
+        ScriptedReply(text=["Done ", "checking."]),
+    ]
+    return Agent(name="bench", instructions="Bench.", tools=[check]), ScriptedModel(script)
+
+
+def bench_settings(url: str, api_url: str, *, run_turns: bool = True) -> Any:
+    from bot.settings import Settings
+
+    return Settings(
+        DATABASE_URL=url,
+        SLACK_BOT_TOKEN=SecretStr("xoxb-bench"),
+        SLACK_SIGNING_SECRET=SecretStr(SECRET),
+        SLACK_API_URL=api_url,
+        RUN_TURNS=run_turns,
+    )
+
+
+async def worker_side(url: str, embedded: bool) -> None:
+    """The Slack Web API stand-in, and (split mode) `bot worker` with the benchmark's agent,
+    running and rendering what the web process queued. Started at a lower CPU priority: on
+    production hardware web and worker processes do not share two cores."""
+    from bot.app import open_bot
+    from bot.testing import SlackStandIn
+
+    os.nice(10)
+    async with SlackStandIn() as standin:
+        print(json.dumps({"api_url": standin.api_url}), flush=True)
+        bot = None
+        if not embedded:
+            agent, model = bench_agent()
+            settings = bench_settings(url, standin.api_url)
+            bot = await open_bot(settings, agent=agent, model=model, worker=True)
+            await bot.start()
+        try:
+            await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+        finally:
+            if bot is not None:
+                await bot.close()
+        replies = [m for m in standin.bot_messages(CHANNEL) if "Done" in m.text]
+        print(json.dumps({"rendered": len(replies), "calls": len(standin.calls)}), flush=True)
+
+
+async def bot_side(args: argparse.Namespace) -> dict[str, Any]:
+    from agent.seams import TurnStatus
+    from bot.app import open_bot
+    from bot.asgi_server import BackgroundServer
+    from bot.inbound import session_key
+    from storage import upgrade_database
+
+    agent, model = bench_agent()
+    tmp = tempfile.mkdtemp(prefix="ack-bench-")
+    url = (
+        f"sqlite+aiosqlite:///{Path(tmp) / 'bench.db'}"
+        if args.db == "sqlite"
+        else os.environ.get("BENCH_POSTGRES_URL", DEFAULT_POSTGRES)
+    )
+    if args.db == "postgres":
+        await _fresh_postgres(url)
+    await upgrade_database(url)
+    split = args.mode != "embedded"
+    worker = await _spawn("--worker-side", url, args.mode)
+    assert worker.stdout is not None
+    assert worker.stdin is not None
+    api_url = json.loads(await worker.stdout.readline())["api_url"]
+    settings = bench_settings(url, api_url, run_turns=not split)
+    bot = await open_bot(settings, agent=agent, model=model)
+    async with BackgroundServer(bot.http_app()) as server:
+        peer = await _spawn(
+            "--slack-side", server.url, "--rate", str(args.rate), "--seconds", str(args.seconds)
+        )
+        assert peer.stdout is not None
+        load = json.loads(await peer.stdout.readline())
+        await peer.wait()
+        burst_end = time.perf_counter()
+        total = int(args.rate * args.seconds)
+        keys = [session_key("T0DEMO", CHANNEL, f"{1_700_000_000 + i}.000100") for i in range(total)]
+        done = 0
+        while args.mode != "queue-only" and time.perf_counter() - burst_end < args.drain:
+            done = 0
+            for key in keys:
+                turns = await bot.runtime.store.list_turns(key)
+                done += sum(1 for t in turns if t.status == TurnStatus.COMPLETED)
+            if done >= total and not await bot.delivery.active_sessions():
+                break
+            await asyncio.sleep(1.0)
+        drained = time.perf_counter() - burst_end
+    worker.stdin.write(b"done\n")
+    await worker.stdin.drain()
+    rendered = json.loads(await worker.stdout.readline())
+    await worker.wait()
+    return {
+        "db": args.db,
+        "mode": args.mode,
+        "load": load,
+        "completed": done,
+        "total": total,
+        "drained": drained,
+        **rendered,
+    }
+
+
+async def _spawn(*argv: str) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bench.ack_latency",
+        *argv,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+    )
+
+
+async def _fresh_postgres(url: str) -> None:
+    from sqlalchemy import text
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    engine = create_async_engine(url)
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(text("DROP SCHEMA IF EXISTS public CASCADE"))
+            await conn.execute(text("CREATE SCHEMA public"))
+    finally:
+        await engine.dispose()
+
+
+def report(result: dict[str, Any], rate: float, seconds: float) -> str:
+    ms = sorted(x * 1000 for x in result["load"]["latencies"])
+
+    def pct(p: float) -> float:
+        return ms[min(len(ms) - 1, round(p / 100 * (len(ms) - 1)))]
+
+    statuses = result["load"]["statuses"]
+    return "\n".join(
+        [
+            f"ack latency of /slack/events — {rate:g} signed events/s for {seconds:g} s "
+            f"({len(ms)} events, sent over {result['load']['sent_for']:.1f} s), "
+            f"{result['db']}, {result['mode']}",
+            f"  p50 {pct(50):.1f} ms   p90 {pct(90):.1f} ms   p99 {pct(99):.1f} ms   "
+            f"max {ms[-1]:.1f} ms   mean {statistics.fmean(ms):.1f} ms",
+            f"  responses: {', '.join(f'{k}: {v}' for k, v in sorted(statuses.items()))}",
+            f"  turns completed: {result['completed']}/{result['total']} "
+            f"({result['drained']:.1f} s after the burst); replies rendered: {result['rendered']}",
+            f"  Slack API calls served by the stand-in: {result['calls']}",
+        ]
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.ack_latency", description=__doc__)
+    parser.add_argument("--rate", type=float, default=200.0)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--db", choices=("sqlite", "postgres"), default="sqlite")
+    parser.add_argument("--drain", type=float, default=120.0, help="seconds to wait for turns")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--mode",
+        choices=("embedded", "split", "queue-only"),
+        default="split",
+        help="embedded: the web process also runs the turns; split: a `bot worker` process does; "
+        "queue-only: nothing runs them (the web process alone)",
+    )
+    parser.add_argument("--slack-side", metavar="APP_URL", help=argparse.SUPPRESS)
+    parser.add_argument("--worker-side", nargs=2, metavar=("URL", "MODE"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker_side:
+        asyncio.run(worker_side(args.worker_side[0], args.worker_side[1] != "split"))
+        return 0
+    if args.slack_side:
+        asyncio.run(slack_side(args.rate, args.seconds, args.slack_side))
+        return 0
+    import logging
+
+    logging.basicConfig(level=logging.ERROR)
+    result = asyncio.run(bot_side(args))
+    if args.json:
+        print(json.dumps({k: v for k, v in result.items() if k != "load"}))
+    print(report(result, args.rate, args.seconds))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,94 @@
+"""Operator commands: effect receipts (`bot receipts ...`) and checkpoint compatibility
+(`bot check`). They read and settle what the engine recorded; they never call a provider."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from agent import Agent, ReceiptStatus, resolve_receipt
+from agent.seams import TurnKind, TurnStatus
+from storage import SqlStore
+
+
+def register(sub: Any) -> None:
+    receipts = sub.add_parser("receipts", help="durable effect receipts")
+    receipts_sub = receipts.add_subparsers(dest="receipts_command", required=True)
+    listing = receipts_sub.add_parser("list", help="list receipts")
+    listing.add_argument("--status", choices=[s.value for s in ReceiptStatus])
+    listing.add_argument("--session")
+    listing.add_argument("--database-url", default=None)
+    resolve = receipts_sub.add_parser(
+        "resolve", help="settle an uncertain receipt with what the provider shows"
+    )
+    resolve.add_argument("session")
+    resolve.add_argument("key", help="the stored key, `<tool>:<key>`")
+    outcome = resolve.add_mutually_exclusive_group(required=True)
+    outcome.add_argument("--completed", action="store_true", help="the write happened")
+    outcome.add_argument("--failed", action="store_true", help="the write did not happen")
+    resolve.add_argument("--value", default="null", help="JSON observed at the provider")
+    resolve.add_argument("--database-url", default=None)
+    check = sub.add_parser(
+        "check", help="report parked or running turns whose agent changed since they started"
+    )
+    check.add_argument("--database-url", default=None)
+    check.add_argument("--agent-dir", default=None)
+
+
+async def receipts_command(args: argparse.Namespace, url: str) -> int:
+    store = await SqlStore.open(url)
+    try:
+        if args.receipts_command == "list":
+            status = ReceiptStatus(args.status) if args.status else None
+            rows = await store.list_receipts(session=args.session, status=status)
+            for r in rows:
+                print(
+                    f"{r.status.value:<10} {r.session}  {r.key}  receipt={r.receipt_id} "
+                    f"attempt={r.attempt} turn={r.turn_id} step={r.step_id}"
+                    + (f"  error={r.error}" if r.error else "")
+                )
+            if not rows:
+                print("no receipts")
+            return 0
+        value = json.loads(args.value)
+        settled = await resolve_receipt(
+            store, args.session, args.key, completed=args.completed, value=value, now=_now()
+        )
+        print(f"{settled.key}: {settled.status.value}")
+        return 0
+    finally:
+        await store.close()
+
+
+async def check_command(url: str, agent: Agent) -> int:
+    """Exit 1 when some open turn started under another agent fingerprint: after a deploy, a
+    parked turn whose tool no longer exists would otherwise fail only when someone answers."""
+    store = await SqlStore.open(url)
+    try:
+        problems = 0
+        for turn in await store.open_turns():
+            if turn.kind != TurnKind.TURN or turn.fingerprint in (None, agent.fingerprint):
+                continue
+            problems += 1
+            detail = ""
+            if turn.status == TurnStatus.SUSPENDED:
+                session = await store.get_session(turn.session)
+                pending: dict[str, Any] = (session.pending or {}) if session else {}
+                tool = (pending.get("request") or {}).get("tool")
+                if tool and agent.tool_named(tool) is None:
+                    detail = f"; parked in tool {tool!r}, which the agent no longer has"
+            print(
+                f"{turn.status.value:<9} {turn.session} turn={turn.turn_id} started under "
+                f"{turn.fingerprint}, agent is now {agent.fingerprint}{detail}"
+            )
+        print(f"{problems} turn(s) under a different agent fingerprint" if problems else "ok")
+        return 1 if problems else 0
+    finally:
+        await store.close()
+
+
+def _now() -> float:
+    import time
+
+    return time.time()

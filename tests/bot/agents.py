@@ -1,0 +1,99 @@
+"""Agents and scripts the bot tests run (the scripted model; no network)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from agent import Agent, ScriptedModel, ScriptedReply, ToolCall, ToolContext, tool
+
+BOSS = "U0BOSS"
+
+
+@tool
+async def lookup_order(order_id: str) -> dict[str, Any]:
+    """Read an order."""
+    return {"order_id": order_id, "item": "mug"}
+
+
+@tool
+async def issue_refund(order_id: str, amount: float, ctx: ToolContext) -> dict[str, Any]:
+    """Refund once the requester approves."""
+    approved = await ctx.request_input(
+        id="approve-refund",
+        prompt=f"Approve a ${amount:.2f} refund on order {order_id}?",
+        schema={"type": "boolean"},
+    )
+    return {"refunded": approved is True}
+
+
+@tool
+async def escalate(reason: str, ctx: ToolContext) -> dict[str, Any]:
+    """Ask a manager (a policy answerer)."""
+    approved = await ctx.request_input(
+        id="manager-ok",
+        prompt=f"Manager approval needed: {reason}",
+        schema={"type": "boolean"},
+        answerers={"policy": "managers", "scope": "refunds"},
+    )
+    return {"approved": approved is True}
+
+
+async def managers_only(request: dict[str, Any]) -> bool:
+    principal = request.get("principal") or {}
+    return (
+        request.get("policy") == "managers"
+        and principal.get("user") == BOSS
+        and principal.get("team") == "T0DEMO"
+    )
+
+
+GATE: dict[str, asyncio.Event] = {}
+
+
+@tool
+async def wait_for_gate(name: str) -> dict[str, Any]:
+    """Waits until the test opens the gate (a long-running remote call)."""
+    await GATE.setdefault(name, asyncio.Event()).wait()
+    return {"opened": name}
+
+
+AGENT = Agent(
+    name="test-ops",
+    instructions="Help with orders.",
+    tools=[lookup_order, issue_refund, escalate, wait_for_gate],
+    authorize_answer=managers_only,
+)
+
+SIMPLE = [ScriptedReply(text=["Hello ", "from the ", "agent."])]
+
+REFUND = [
+    ScriptedReply(
+        text=["Looking ", "it up."],
+        tool_calls=[
+            ToolCall(id="c_lookup", name="lookup_order", input={"order_id": "42"}),
+            ToolCall(id="c_refund", name="issue_refund", input={"order_id": "42", "amount": 18.5}),
+        ],
+    ),
+    ScriptedReply(text=["Refund ", "done."]),
+]
+
+POLICY = [
+    ScriptedReply(
+        text="Asking a manager.",
+        tool_calls=[ToolCall(id="c_esc", name="escalate", input={"reason": "big refund"})],
+    ),
+    ScriptedReply(text="The manager said yes."),
+]
+
+GATED = [
+    ScriptedReply(
+        text=["First part ", "of the answer."],
+        tool_calls=[ToolCall(id="c_gate", name="wait_for_gate", input={"name": "slow"})],
+    ),
+    ScriptedReply(text=["Second part ", "after the long call."]),
+]
+
+
+def model(script: list[ScriptedReply], **kwargs: Any) -> ScriptedModel:
+    return ScriptedModel(script, **kwargs)

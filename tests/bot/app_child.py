@@ -1,0 +1,67 @@
+"""The bot as a separate process, for crash tests: serves HTTP on a free port (printed as
+`PORT <n>`), and with `--crash stage:label` announces `AT stage:label` at that commit boundary
+and waits there to be SIGKILLed.
+
+    python -m tests.bot.app_child DATABASE_URL SLACK_API_URL SCRIPT [--crash after:model:1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+import time
+
+from agent import ScriptedModel
+from bot.app import open_bot
+from bot.asgi_server import BackgroundServer
+from bot.renderer import RenderSettings
+from storage import SqlStore
+from tests.bot import agents
+from tests.bot.harness import settings_for
+from tests.support.engine_fixtures import HookedStore
+
+
+class _Api:
+    def __init__(self, api_url: str) -> None:
+        self.api_url = api_url
+
+
+def _say(line: str) -> None:
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+async def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("url")
+    parser.add_argument("api_url")
+    parser.add_argument("script")
+    parser.add_argument("--crash", default=None)
+    args = parser.parse_args()
+
+    def hook(stage: str, label: str) -> None:
+        if args.crash == f"{stage}:{label}":
+            _say(f"AT {stage}:{label}")
+            time.sleep(600)  # the parent SIGKILLs us here
+
+    inner = await SqlStore.open(args.url)
+    bot = await open_bot(
+        settings_for(args.url, _Api(args.api_url)),  # type: ignore[arg-type]
+        agent=agents.AGENT,
+        model=ScriptedModel(getattr(agents, args.script)),
+        store=HookedStore(inner, hook),
+        render_settings=RenderSettings(flush_interval=0.1, poll_interval=0.1, lease_ttl=1.0),
+        runtime_options={"lease_ttl": 1.0, "recovery_interval": 0.2, "poll_interval": 0.05},
+    )
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    async with BackgroundServer(bot.http_app()) as server:
+        _say(f"PORT {server.port}")
+        await stop.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))

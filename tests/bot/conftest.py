@@ -1,0 +1,75 @@
+"""Fixtures for the Slack surface: the stand-in, a database per test, bots stopped cleanly."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+from sqlalchemy import delete
+
+from bot.testing import SlackStandIn
+from storage.delivery_schema import DELIVERY_TABLES
+from storage.sql_dialects import dialect_for
+from tests.bot.harness import Running, start_bot
+
+
+async def _empty_delivery_tables(url: str) -> None:
+    engine = dialect_for(url).create_engine()
+    try:
+        async with engine.begin() as conn:
+            for table in DELIVERY_TABLES:
+                await conn.execute(delete(table))
+    finally:
+        await engine.dispose()
+
+
+@pytest.fixture
+async def standin() -> AsyncIterator[SlackStandIn]:
+    server = await SlackStandIn().start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+async def db_url(request: pytest.FixtureRequest) -> str:
+    """The core flows run on both databases."""
+    url: str = request.getfixturevalue(f"{request.param}_url")
+    await _empty_delivery_tables(url)
+    return url
+
+
+@pytest.fixture
+async def bots() -> AsyncIterator[list[Running]]:
+    running: list[Running] = []
+    try:
+        yield running
+    finally:
+        for bot in running:
+            await bot.stop()
+
+
+@pytest.fixture
+def launch(
+    standin: SlackStandIn, bots: list[Running]
+) -> Callable[..., Awaitable[Running]]:
+    async def launch(url: str, agent: Any, model: Any, **kwargs: Any) -> Running:
+        bot = await start_bot(url, standin, agent, model, **kwargs)
+        bots.append(bot)
+        return bot
+
+    return launch
+
+
+@pytest.fixture
+async def url(request: pytest.FixtureRequest) -> str:
+    """One database for the flows that need not run on both: SQLite, or PostgreSQL when
+    BOT_TEST_BOT_DB=postgres."""
+    import os
+
+    kind = os.environ.get("BOT_TEST_BOT_DB", "sqlite")
+    chosen: str = request.getfixturevalue(f"{kind}_url")
+    await _empty_delivery_tables(chosen)
+    return chosen

@@ -1,0 +1,83 @@
+"""Cron: each scheduled time is one turn and one post, however many clocks run."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+
+import pytest
+
+from agent import Agent, ScriptedModel, ScriptedReply
+from agent.agent_def import Schedule
+from bot.app import open_bot
+from bot.clock import Clock, cron_session
+from bot.cron import Cron, CronError
+from tests.bot.harness import FAST, eventually, settings_for
+
+CHANNEL = "C0CRON"
+SEED = "Morning summary, please."
+AGENT = Agent(
+    name="cron-test",
+    instructions="Summarize.",
+    schedules=[Schedule(name="daily", cron="0 9 * * *", seed=SEED, channel=CHANNEL)],
+)
+
+
+def at(text: str) -> float:
+    return datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp()
+
+
+async def test_two_clocks_fire_a_schedule_once_and_post_once(url, standin):
+    model = ScriptedModel(by_opening={SEED: [ScriptedReply(text="Morning! All quiet.")]})
+    bots = [
+        await open_bot(settings_for(url, standin), agent=AGENT, model=model, render_settings=FAST)
+        for _ in range(2)
+    ]
+    try:
+        for bot in bots:
+            await bot.start()
+        now = [at("2026-11-30T09:00:30")]
+        clocks = [
+            Clock(runtime=b.runtime, agent=AGENT, delivery=b.delivery, renderers=b.renderers,
+                  team="T0DEMO", now=lambda: now[0])
+            for b in bots
+        ]
+        fired = await asyncio.gather(*(c.tick() for c in clocks))
+        key = cron_session("T0DEMO", AGENT.schedules[0])
+        turns = await bots[0].runtime.store.list_turns(key)
+        assert [t.turn_id for t in turns] == ["cron:daily:2026-11-30T09:00:00+00:00"]
+        assert sum(len(f) for f in fired) >= 1
+        assert turns[0].input.trigger.by == "cron:daily"
+
+        def posts():
+            return [m for m in standin.bot_messages(CHANNEL) if "All quiet" in m.text]
+
+        await eventually(posts)
+        # a restarted clock, twenty minutes on, finds the fire done
+        now[0] = at("2026-11-30T09:20:00")
+        assert await clocks[1].tick() == []
+        # down over the next 9:00: the missed fire runs once when the clock is back in grace
+        now[0] = at("2026-12-01T09:40:00")
+        assert await clocks[0].tick() == ["cron:daily:2026-12-01T09:00:00+00:00"]
+        assert await clocks[1].tick() == []
+        await eventually(lambda: len(posts()) == 2)
+        await asyncio.sleep(0.5)
+        assert len(posts()) == 2
+        assert all(m.thread_ts is None for m in posts())  # proactive: top of the channel
+    finally:
+        for bot in bots:
+            await bot.close()
+
+
+def test_cron_expressions():
+    weekdays = Cron.parse("0 9 * * 1-5")
+    assert weekdays.matches(datetime(2026, 11, 30, 9, 0, tzinfo=UTC))  # a Monday
+    assert not weekdays.matches(datetime(2026, 11, 29, 9, 0, tzinfo=UTC))  # a Sunday
+    every = Cron.parse("*/15 8-10 * jan,dec *")
+    assert every.matches(datetime(2026, 12, 1, 10, 45, tzinfo=UTC))
+    assert not every.matches(datetime(2026, 11, 1, 10, 45, tzinfo=UTC))
+    start = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
+    assert every.next_after(start) == datetime(2026, 12, 1, 8, 15, tzinfo=UTC)
+    for bad in ("* * *", "61 * * * *", "a b c d e"):
+        with pytest.raises(CronError):
+            Cron.parse(bad)

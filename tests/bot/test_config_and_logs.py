@@ -1,0 +1,60 @@
+"""Configuration errors name everything missing; logs never carry a secret."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+
+import pytest
+
+from bot.cli import main
+from bot.logs import setup_logging
+from bot.settings import ConfigError, Settings
+from tests.bot.agents import AGENT, SIMPLE, model
+from tests.bot.harness import SECRET, TOKEN, eventually, idle, replies
+
+ENV = ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN", "ANTHROPIC_API_KEY")
+
+
+def test_missing_settings_are_listed_in_one_message(monkeypatch, tmp_path, capsys):
+    monkeypatch.chdir(tmp_path)  # no .env here
+    for name in ENV:
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ConfigError) as err:
+        Settings().require("serve")
+    assert "SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET, ANTHROPIC_API_KEY" in str(err.value)
+
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-1")
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    try:
+        assert main(["socket"]) == 2
+    finally:
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+    message = capsys.readouterr().err
+    assert "SLACK_APP_TOKEN, ANTHROPIC_API_KEY" in message
+    assert "SLACK_BOT_TOKEN" not in message
+
+
+async def test_logs_are_json_and_never_contain_the_token_or_the_secret(url, launch, standin):
+    buffer = io.StringIO()
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    setup_logging(level="DEBUG", secrets=[TOKEN, SECRET], stream=buffer)
+    try:
+        app = await launch(url, AGENT, model(SIMPLE))
+        logging.getLogger("bot.test").warning("token %s and %s", TOKEN, "xoxb-other-999-abc")
+        await app.slack.mention("U0ALICE", "hello", channel="C0LOGS")
+        await eventually(lambda: replies(standin, "C0LOGS") and idle(standin, "C0LOGS"))
+    finally:
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+    text = buffer.getvalue()
+    assert text
+    assert TOKEN not in text
+    assert SECRET not in text
+    assert "xoxb-other" not in text
+    for line in text.splitlines():
+        json.loads(line)
