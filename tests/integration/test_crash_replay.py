@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -88,12 +89,33 @@ async def _final_state(url: str) -> tuple[list[object], list[str], list[str], in
     return transcript, steps, [e.type for e in events], orders
 
 
+async def _assert_outbox_matches_steps(url: str) -> None:
+    """Every committed step has its events and no event exists without its step: they are one
+    transaction, whatever the moment the process died."""
+    store = await SqlStore.open(url)
+    try:
+        transcript = await store.load_transcript("crash:s")
+        steps = list((await store.load_steps("crash:s", "T1")).keys())
+        types = Counter(e.type for e in await store.read_events("crash:s"))
+    finally:
+        await store.close()
+    calls = sum(len(m.tool_calls) for m in transcript if isinstance(m, AssistantMessage))
+    assert types["turn.started"] == sum(isinstance(m, UserMessage) for m in transcript)
+    assert types["message.completed"] == len([s for s in steps if s.startswith("model:")])
+    assert types["action.requested"] == calls
+    assert types["action.completed"] == len([s for s in steps if s.startswith("tool:")])
+    assert len(transcript) == types["turn.started"] + len(steps)
+    final = any(isinstance(m, AssistantMessage) and not m.tool_calls for m in transcript)
+    assert types["turn.completed"] == int(final)
+
+
 @pytest.mark.parametrize("boundary", BOUNDARIES)
 async def test_sigkill_at_each_boundary_then_redelivery_completes_once(
     sql_url: str, tmp_path: Path, boundary: str
 ) -> None:
     run_log = tmp_path / "runs.log"
     _crash_at(sql_url, "T1", run_log, boundary)
+    await _assert_outbox_matches_steps(sql_url)
     runs_before = read_runs(run_log)
     lines = _complete(sql_url, "T1", run_log)
 
