@@ -41,7 +41,13 @@ class Runtime:
         recovery_interval: float = 2.0,
         poll_interval: float = 0.2,
         clock: Callable[[], float] = time.time,
+        run_turns: bool = True,
+        max_concurrent_sessions: int = 32,
     ) -> None:
+        """`run_turns=False` makes a runtime that only queues (a web process leaving turns to
+        workers, which find them through their recovery sweep). `max_concurrent_sessions` caps
+        the sessions whose turns run at once in this process, so a burst waits its turn instead
+        of exhausting the database pool."""
         self.store = store
         self.model = model
         self.default_agent = agent
@@ -59,6 +65,8 @@ class Runtime:
         self._changed = asyncio.Event()
         self._sweeper: asyncio.Task[None] | None = None
         self._closed = False
+        self.run_turns = run_turns
+        self._slots = asyncio.Semaphore(max_concurrent_sessions)
 
     # lifecycle ----------------------------------------------------------------------------
 
@@ -75,8 +83,9 @@ class Runtime:
         await self.close()
 
     def start_recovery(self) -> None:
-        """Start the sweeper that resumes turns whose worker died."""
-        if self._sweeper is None:
+        """Start the sweeper that resumes turns whose worker died (and, in a worker process,
+        picks up turns other processes queued)."""
+        if self._sweeper is None and self.run_turns:
             self._sweeper = asyncio.create_task(self._sweep_loop(), name="turn-recovery")
 
     async def close(self, grace: float = 2.0) -> None:
@@ -114,7 +123,7 @@ class Runtime:
 
     def kick(self, key: str) -> None:
         """Make sure a drain runs for `key`; cheap and idempotent."""
-        if self._closed:
+        if self._closed or not self.run_turns:
             return
         task = self._drains.get(key)
         if task is not None and not task.done():
@@ -186,6 +195,10 @@ class Runtime:
                 log.exception("lease heartbeat failed for %s", lease.session)
 
     async def _drain(self, key: str) -> None:
+        async with self._slots:
+            await self._drain_holding_slot(key)
+
+    async def _drain_holding_slot(self, key: str) -> None:
         while True:
             self._rekick.discard(key)
             agent = self.agent_for(key)

@@ -38,17 +38,6 @@ from storage.delivery_store import DeliveryStore
 log = logging.getLogger(__name__)
 
 
-class QueueOnlyRuntime(Runtime):
-    """The runtime of a web process that only queues: turns are left to the workers, which find
-    them by their recovery sweep (the queued turn is already committed)."""
-
-    def kick(self, key: str) -> None:
-        return None
-
-    def start_recovery(self) -> None:
-        return None
-
-
 class SlackBot:
     def __init__(
         self,
@@ -84,7 +73,7 @@ class SlackBot:
             owner=self.owner,
             clock=clock,
             sweep_interval=sweep_interval,
-            enabled=not isinstance(runtime, QueueOnlyRuntime),
+            enabled=runtime.run_turns,
         )
         self.answers = AnswerHandler(
             runtime=runtime, agent=agent, delivery=delivery, client=client, kick=self.renderers.kick
@@ -208,12 +197,12 @@ async def open_bot(
         raise
     token = settings.slack_bot_token
     client = make_client(token.get_secret_value() if token else "", settings.slack_api_url)
-    runtime_class = Runtime if settings.run_turns else QueueOnlyRuntime
     options = runtime_options or ({"recovery_interval": settings.worker_poll} if worker else {})
-    runtime = runtime_class(
+    runtime = Runtime(
         opened,
         model if model is not None else build_model(settings),
         agent=chosen,
+        run_turns=settings.run_turns,
         **options,
     )
     return SlackBot(

@@ -6,7 +6,7 @@ import argparse
 import asyncio
 import sys
 
-from agent.errors import AssemblyError, ModelError, SchemaMismatchError
+from agent.errors import AgentError, AssemblyError, ModelError, SchemaMismatchError
 from bot.settings import ConfigError, Settings
 
 
@@ -28,6 +28,9 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("socket", help="Socket Mode (local development, no public URL)")
     sub.add_parser("worker", help="run and render queued turns (for RUN_TURNS=false web)")
     sub.add_parser("clock", help="fire the agent's schedules")
+    from bot.ops_cli import register
+
+    register(sub)
     return parser
 
 
@@ -36,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = Settings()
     from bot.logs import setup_logging
 
-    quiet = args.command in ("demo", "db")
+    quiet = args.command in ("demo", "db", "receipts", "check")
     setup_logging(
         level="WARNING" if quiet else settings.log_level,
         fmt="text" if quiet else settings.log_format,
@@ -60,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         print(asyncio.run(current_revision(url)) or "(empty database)")
         return 0
+    if args.command in ("receipts", "check"):
+        return _ops(args, settings, url)
     try:
         settings.require(args.command)
     except ConfigError as err:
@@ -78,6 +83,20 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 0
     except (SchemaMismatchError, AssemblyError, ModelError) as err:
+        print(f"bot {args.command}: {err}", file=sys.stderr)
+        return 2
+
+
+def _ops(args: argparse.Namespace, settings: Settings, url: str) -> int:
+    from agent.loader import load_agent
+    from bot.ops_cli import check_command, receipts_command
+
+    try:
+        if args.command == "receipts":
+            return asyncio.run(receipts_command(args, url))
+        agent_dir = args.agent_dir or settings.agent_path()
+        return asyncio.run(check_command(url, load_agent(agent_dir)))
+    except (SchemaMismatchError, AssemblyError, AgentError) as err:
         print(f"bot {args.command}: {err}", file=sys.stderr)
         return 2
 

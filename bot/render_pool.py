@@ -38,6 +38,7 @@ class RendererPool:
         clock: Callable[[], float] = time.time,
         sweep_interval: float = 2.0,
         enabled: bool = True,
+        concurrency: int = 32,
     ) -> None:
         self.runtime = runtime
         self.delivery = delivery
@@ -53,6 +54,8 @@ class RendererPool:
         self._background: set[asyncio.Task[Any]] = set()
         self._sweeper: asyncio.Task[None] | None = None
         self._closed = False
+        # Bounded so a burst of sessions cannot take every database connection from the turns.
+        self._slots = asyncio.Semaphore(concurrency)
 
     def start(self) -> None:
         if self._sweeper is None and self.enabled:
@@ -103,6 +106,12 @@ class RendererPool:
     ) -> None:
         held = False
         try:
+            await self._slots.acquire()
+        except asyncio.CancelledError:
+            unsubscribe()
+            self._tasks.pop(key, None)
+            raise
+        try:
             held = await self.delivery.acquire(
                 key, self.owner, self.settings.lease_ttl, time.time()
             )
@@ -139,6 +148,7 @@ class RendererPool:
         except Exception:
             log.exception("rendering stopped; it resumes on the next sweep", extra={"session": key})
         finally:
+            self._slots.release()
             unsubscribe()
             if held:
                 with contextlib.suppress(Exception):

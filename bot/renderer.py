@@ -363,6 +363,23 @@ class SessionRenderer:
                 PostUpdate(post_key=current.post_key, state="empty"), time.time()
             )
             return
+        if self._expired(current) and (current.dirty or footer):
+            # The last words of a long turn go to a new message, not to an expired stream.
+            chunks, _ = current.take_pending()
+            await self._finish(current, None)
+            current = await self._part(view)
+            current.adopt(chunks)
+            view.part = None
+        await self._finish(current, footer)
+
+    def _expired(self, part: ReplyPart) -> bool:
+        return (
+            part.ts is not None
+            and part.mode == "stream"
+            and part.age() > self.settings.stream_max_age
+        )
+
+    async def _finish(self, current: ReplyPart, footer: str | None) -> None:
         part = await self._flush(current, roll=False)
         try:
             await self._patient("close", lambda: part.close(footer))
@@ -407,13 +424,7 @@ class SessionRenderer:
         view = self.view
         if part.ts is None:
             part = await self._open(part)
-        elif (
-            roll
-            and part.mode == "stream"
-            and part.age() > self.settings.stream_max_age
-            and view is not None
-            and view.part is part
-        ):
+        elif roll and self._expired(part) and view is not None and view.part is part:
             part = await self._roll_over(view, part)
             if part.ts is None:
                 part = await self._open(part)
@@ -483,8 +494,8 @@ class SessionRenderer:
     async def _roll_over(self, view: TurnView, part: ReplyPart) -> ReplyPart:
         """Slack ends a stream about five minutes in: finish this message, continue in a new one."""
         chunks, _ = part.take_pending()
-        view.part = part
-        await self._close(view, None)
+        view.part = None
+        await self._finish(part, None)
         fresh = await self._part(view)
         fresh.adopt(chunks)
         return fresh

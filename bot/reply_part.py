@@ -101,6 +101,8 @@ class ReplyPart:
 
     def add_text(self, text: str) -> None:
         """Queue text in order with task updates (consecutive text merges into one chunk)."""
+        if not self.content.shown:
+            text = text.lstrip("\n")
         if not text:
             return
         self.content.shown += text

@@ -19,6 +19,7 @@ BEGIN IMMEDIATE (see `storage.sql_dialects`).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol, TypeVar
@@ -74,7 +75,11 @@ class ThreadExecutor:
             self._thread.shutdown(wait=False)
 
     async def _hop(self, fn: Callable[..., R], *args: object) -> R:
-        return await asyncio.get_running_loop().run_in_executor(self._thread, fn, *args)
+        # The caller's context goes along (as `asyncio.to_thread` does), so a local tool running
+        # in the transaction sees the turn's context variables (logging, tracing).
+        context = contextvars.copy_context()
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._thread, context.run, fn, *args)
 
     def _transaction(self, body: Callable[[Connection], R], write: bool) -> R:
         conn = self._connection

@@ -52,9 +52,7 @@ async def bots() -> AsyncIterator[list[Running]]:
 
 
 @pytest.fixture
-def launch(
-    standin: SlackStandIn, bots: list[Running]
-) -> Callable[..., Awaitable[Running]]:
+def launch(standin: SlackStandIn, bots: list[Running]) -> Callable[..., Awaitable[Running]]:
     async def launch(url: str, agent: Any, model: Any, **kwargs: Any) -> Running:
         bot = await start_bot(url, standin, agent, model, **kwargs)
         bots.append(bot)

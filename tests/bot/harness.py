@@ -84,7 +84,7 @@ async def eventually(check: Callable[[], Any], within: float = 15.0, what: str =
                 value = await value
             if value:
                 return value
-            await asyncio.sleep(0.05)  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
 
 
 def approval(standin: SlackStandIn, channel: str) -> Message | None:

@@ -21,7 +21,9 @@ async def parked(app, standin, script=REFUND, who="U0ALICE"):
 
 def context_text(message):
     return " ".join(
-        e.get("text", "") for b in message.blocks or [] if b["type"] == "context"
+        e.get("text", "")
+        for b in message.blocks or []
+        if b["type"] == "context"
         for e in b["elements"]
     )
 
@@ -34,8 +36,9 @@ async def test_the_requester_approves_and_the_reply_continues(db_url, launch, st
     approve, _ = buttons(message)
     assert approve["confirm"]["confirm"]["text"] == "Approve"
 
-    response = await app.slack.click("U0ALICE", approve, channel=CHANNEL, message_ts=message.ts,
-                                     thread_ts=ts)
+    response = await app.slack.click(
+        "U0ALICE", approve, channel=CHANNEL, message_ts=message.ts, thread_ts=ts
+    )
     assert response.status_code == 200
     await eventually(lambda: any("Refund done." in m.text for m in replies(standin, CHANNEL)))
     await eventually(lambda: idle(standin, CHANNEL))
@@ -54,8 +57,9 @@ async def test_a_click_by_someone_else_is_refused_and_changes_nothing(db_url, la
     edits = message.edits if hasattr(message, "edits") else message.edited
 
     for button in (approve, deny):
-        response = await app.slack.click("U0MALLORY", button, channel=CHANNEL,
-                                         message_ts=message.ts, thread_ts=ts)
+        response = await app.slack.click(
+            "U0MALLORY", button, channel=CHANNEL, message_ts=message.ts, thread_ts=ts
+        )
         assert response.status_code == 200
     await eventually(lambda: len(standin.ephemerals) == 2)
     assert {e["user"] for e in standin.ephemerals} == {"U0MALLORY"}

@@ -38,8 +38,14 @@ async def test_two_clocks_fire_a_schedule_once_and_post_once(url, standin):
             await bot.start()
         now = [at("2026-11-30T09:00:30")]
         clocks = [
-            Clock(runtime=b.runtime, agent=AGENT, delivery=b.delivery, renderers=b.renderers,
-                  team="T0DEMO", now=lambda: now[0])
+            Clock(
+                runtime=b.runtime,
+                agent=AGENT,
+                delivery=b.delivery,
+                renderers=b.renderers,
+                team="T0DEMO",
+                now=lambda: now[0],
+            )
             for b in bots
         ]
         fired = await asyncio.gather(*(c.tick() for c in clocks))

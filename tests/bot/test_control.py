@@ -39,14 +39,14 @@ async def test_a_newer_message_never_cancels_a_parked_approval(url, launch, stan
     await eventually(lambda: approval(standin, CHANNEL))
     await app.slack.reply("U0ALICE", "are you there?", channel=CHANNEL, thread_ts=ts)
     # the park stands; the new message is told why it waits
-    await eventually(lambda: any("waiting for an answer" in m.text for m in replies(standin, CHANNEL)))
+    await eventually(
+        lambda: any("waiting for an answer" in m.text for m in replies(standin, CHANNEL))
+    )
     session = app.session(session_key("T0DEMO", CHANNEL, ts))
     assert (await session.pending())["id"] == "approve-refund"
 
 
-async def test_the_slash_command_resets_the_thread_and_says_what_was_archived(
-    url, launch, standin
-):
+async def test_the_slash_command_resets_the_thread_and_says_what_was_archived(url, launch, standin):
     app = await launch(url, AGENT, model(SIMPLE))
     ts = await app.slack.mention("U0ALICE", "hello", channel=CHANNEL)
     await eventually(lambda: replies(standin, CHANNEL) and idle(standin, CHANNEL))

@@ -19,7 +19,9 @@ CHANNEL = "C0CRASH"
 
 
 @contextlib.asynccontextmanager
-async def child(url: str, api_url: str, script: str, crash: str | None = None) -> AsyncIterator[tuple[asyncio.subprocess.Process, int]]:
+async def child(
+    url: str, api_url: str, script: str, crash: str | None = None
+) -> AsyncIterator[tuple[asyncio.subprocess.Process, int]]:
     argv = [sys.executable, "-m", "tests.bot.app_child", url, api_url, script]
     if crash:
         argv += ["--crash", crash]
@@ -61,7 +63,9 @@ async def test_reply_posted_exactly_once_after_a_crash_following_the_model_step(
     assert not any("agent." in m.text for m in standin.bot_messages(CHANNEL))
 
     async with child(url, standin.api_url, "SIMPLE"):
-        await eventually(lambda: any("agent." in m.text for m in replies(standin, CHANNEL)), within=30)
+        await eventually(
+            lambda: any("agent." in m.text for m in replies(standin, CHANNEL)), within=30
+        )
         await eventually(lambda: idle(standin, CHANNEL))
         await asyncio.sleep(1.0)  # a second delivery, if there were one, would land by now
     texts = [m.text for m in standin.bot_messages(CHANNEL)]
@@ -85,7 +89,14 @@ async def test_an_approval_posted_just_before_a_crash_is_not_posted_again(url, s
         assert message is not None
         approve = next(b for b in message.blocks if b["type"] == "actions")["elements"][0]
         async with SlackDriver(f"http://127.0.0.1:{port}", SECRET, standin=standin) as slack:
-            await slack.click("U0ALICE", approve, channel=CHANNEL, message_ts=message.ts,
-                              thread_ts=message.thread_ts)
-        await eventually(lambda: any("Refund done." in m.text for m in replies(standin, CHANNEL)), within=30)
+            await slack.click(
+                "U0ALICE",
+                approve,
+                channel=CHANNEL,
+                message_ts=message.ts,
+                thread_ts=message.thread_ts,
+            )
+        await eventually(
+            lambda: any("Refund done." in m.text for m in replies(standin, CHANNEL)), within=30
+        )
     assert len([m for m in standin.bot_messages(CHANNEL) if m.blocks]) == 1

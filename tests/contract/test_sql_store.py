@@ -4,6 +4,7 @@ locking setup, and several OS processes sharing one database file."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import shutil
 import sqlite3
 import sys
@@ -190,6 +191,9 @@ async def test_a_revision_added_later_is_applied_by_upgrade_and_required_by_open
         await SqlStore.open(url)
 
 
+TURN_CONTEXT: contextvars.ContextVar[str] = contextvars.ContextVar("turn", default="none")
+
+
 async def test_a_local_tool_runs_where_the_transaction_runs(sql_url: str) -> None:
     """SQLite: on the store's one worker thread (a step is one hop); PostgreSQL: on the event
     loop's thread, through `run_sync` on the async driver."""
@@ -202,7 +206,10 @@ async def test_a_local_tool_runs_where_the_transaction_runs(sql_url: str) -> Non
 
         def run(handle: StoreHandle) -> str:
             seen.append(threading.current_thread().name)
+            seen.append(TURN_CONTEXT.get())
             return str(handle.unwrap().execute(text("SELECT 'in the step'")).scalar_one())
+
+        TURN_CONTEXT.set("turn t1")
 
         result, _ = await store.commit_local(
             lease, run, lambda _r: StepCommit(turn_id="t1", step_id="tool:1:a"), 30, 0
@@ -211,11 +218,12 @@ async def test_a_local_tool_runs_where_the_transaction_runs(sql_url: str) -> Non
     finally:
         await store.close()
     assert result == "in the step"
+    assert seen[1] == "turn t1", "the caller's context variables reach the tool"
     if store.dialect == "sqlite":
         assert seen[0].startswith("sqlite-store")
         assert read_on == seen[0]
     else:
-        assert seen == [threading.current_thread().name]
+        assert seen[0] == threading.current_thread().name
 
 
 async def test_sqlite_connections_are_durable_and_wait_for_locks(sqlite_url: str) -> None:

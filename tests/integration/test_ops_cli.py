@@ -1,0 +1,129 @@
+"""Operator commands over a real database: `bot receipts list/resolve` and `bot check`, plus
+what happens when a parked turn's tool disappeared from the agent."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from agent import (
+    Agent,
+    ReceiptStatus,
+    Runtime,
+    ScriptedModel,
+    ScriptedReply,
+    ToolCall,
+    ToolContext,
+    TurnStatus,
+    load_agent,
+    tool,
+)
+from tests.support.hitl_fixtures import slack_event
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _bot(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@tool(effect="write", confirmation="capability")
+async def pay(order: str, ctx: ToolContext) -> Any:
+    """Charge (the gateway times out)."""
+
+    async def charge(authority: Any) -> Any:
+        raise TimeoutError("gateway timeout")
+
+    return (await ctx.run_effect(order, charge)).value
+
+
+async def test_receipts_list_and_resolve(sql_store: Any, sql_url: str) -> None:
+    agent = Agent(name="a", instructions="x", tools=[pay])
+    model = ScriptedModel(
+        [
+            ScriptedReply(tool_calls=[ToolCall(id="p", name="pay", input={"order": "o-9"})]),
+            ScriptedReply(text="uncertain"),
+        ]
+    )
+    async with Runtime(sql_store, model, agent=agent, poll_interval=0.02) as rt:
+        await rt.session(agent, "ops:1").turn("pay o-9")
+
+    listed = _bot("receipts", "list", "--status", "uncertain", "--database-url", sql_url)
+    assert listed.returncode == 0, listed.stderr
+    [line] = listed.stdout.splitlines()
+    assert line.startswith("uncertain")
+    assert "ops:1  pay:o-9" in line
+    assert "TimeoutError: gateway timeout" in line
+
+    observed = json.dumps({"charge": "ch_1"})
+    resolved = _bot(
+        "receipts", "resolve", "ops:1", "pay:o-9", "--completed", "--value", observed,
+        "--database-url", sql_url,
+    )  # fmt: skip
+    assert resolved.returncode == 0, resolved.stderr
+    assert resolved.stdout.strip() == "pay:o-9: completed"
+    receipt = await sql_store.get_receipt("ops:1", "pay:o-9")
+    assert (receipt.status, receipt.value) == (ReceiptStatus.COMPLETED, {"charge": "ch_1"})
+    again = _bot("receipts", "resolve", "ops:1", "pay:o-9", "--failed", "--database-url", sql_url)
+    assert again.returncode != 0, "only an uncertain receipt can be resolved"
+
+
+def _agent_dir(root: Path, with_tool: bool) -> Path:
+    (root / "tools").mkdir(parents=True, exist_ok=True)
+    (root / "instructions.md").write_text("ops")
+    tool_file = root / "tools" / "ask.py"
+    if with_tool:
+        tool_file.write_text(
+            "from agent import tool, ToolContext\n\n"
+            "@tool\nasync def ask(ctx: ToolContext) -> str:\n"
+            '    """Ask."""\n'
+            "    return str(await ctx.request_input(id='ok', prompt='ok?'))\n"
+        )
+    elif tool_file.exists():
+        tool_file.unlink()
+    return root
+
+
+async def test_check_reports_a_parked_turn_whose_tool_is_gone(
+    sql_store: Any, sql_url: str, tmp_path: Path
+) -> None:
+    root = _agent_dir(tmp_path / "agent", with_tool=True)
+    agent = load_agent(root)
+    model = ScriptedModel(
+        [
+            ScriptedReply(tool_calls=[ToolCall(id="q", name="ask", input={})]),
+            ScriptedReply(text="k"),
+        ]
+    )
+    async with Runtime(sql_store, model, agent=agent, poll_interval=0.02) as rt:
+        session = rt.session(agent, "s1")
+        await session.start(slack_event("hi"), turn_id="T1")
+        assert (await session.result("T1")).status == TurnStatus.SUSPENDED
+
+    ok = _bot("check", "--database-url", sql_url, "--agent-dir", str(root))
+    assert (ok.returncode, ok.stdout.strip()) == (0, "ok")
+
+    _agent_dir(root, with_tool=False)
+    changed = _bot("check", "--database-url", sql_url, "--agent-dir", str(root))
+    assert changed.returncode == 1
+    assert "s1 turn=T1" in changed.stdout
+    assert "parked in tool 'ask', which the agent no longer has" in changed.stdout
+
+    # and resuming it fails clearly instead of misbehaving
+    new_agent = load_agent(root)
+    async with Runtime(sql_store, model, agent=new_agent, poll_interval=0.02) as rt:
+        session = rt.session(new_agent, "s1")
+        await session.resume("T1", "ok", True, by="U1")
+        result = await session.result("T1")
+    assert result.status == TurnStatus.FAILED
+    assert result.error is not None
+    assert "no longer offers" in result.error
