@@ -54,6 +54,8 @@ class ConfirmationStatus(StrEnum):
     PENDING = "pending"
     ACCEPTED = "accepted"
     DENIED = "denied"
+    EXPIRED = "expired"
+    """Retired by a session reset: an approval from before a reset never acts after it."""
 
 
 class SessionStatus(StrEnum):
@@ -222,7 +224,8 @@ class SessionStore(Protocol):
     ) -> tuple[int, list[TurnEvent]]:
         """Fenced, one transaction: archive messages, steps, events and facts under the current
         generation, clear them from the live tables, end a parked turn as cancelled (`reset`),
-        clear `pending`, status `new`, generation + 1, and complete the reset turn with result
+        expire pending confirmations, clear `pending`, status `new`, generation + 1, and complete
+        the reset turn with result
         `{"status": "completed", "archived_generation": g, "generation": g + 1}`. Returns the
         archived generation number and `events` numbered (event seqs never restart)."""
         ...

@@ -24,6 +24,7 @@ from agent.messages import JsonValue
 from agent.seams import (
     UNFINISHED,
     ArchivedGeneration,
+    ConfirmationStatus,
     SessionStatus,
     StepCommit,
     TurnKind,
@@ -280,6 +281,9 @@ def apply_reset(
             turn["cancel_reason"] = "reset"
         elif turn["status"] in UNFINISHED_VALUES and turn["id"] > reset["id"]:
             turn["generation"] = archived + 1
+    for confirmation in state.confirmations.values():
+        if confirmation["status"] == ConfirmationStatus.PENDING.value:
+            confirmation["status"] = ConfirmationStatus.EXPIRED.value
     reset["status"] = TurnStatus.COMPLETED.value
     reset["result"] = reset_result(archived)
     state.generation = archived + 1

@@ -12,7 +12,14 @@ from sqlalchemy import Integer, Table, delete, insert, literal, select, update
 from sqlalchemy.engine import Connection, RowMapping
 
 from agent.errors import StepConflictError
-from agent.seams import ArchivedGeneration, Lease, SessionStatus, TurnKind, TurnStatus
+from agent.seams import (
+    ArchivedGeneration,
+    ConfirmationStatus,
+    Lease,
+    SessionStatus,
+    TurnKind,
+    TurnStatus,
+)
 from storage.ledger_records import archived_generation
 from storage.records import EventRow, event_rows, reset_result
 from storage.sql_commit import fence, insert_many
@@ -22,6 +29,7 @@ from storage.sql_schema import (
     archived_facts,
     archived_messages,
     archived_steps,
+    confirmations,
     events,
     turns,
 )
@@ -69,6 +77,15 @@ def apply_reset(
         update(turns)
         .where(turns.c.session_key == session, turns.c.status == TurnStatus.SUSPENDED.value)
         .values(status=TurnStatus.CANCELLED.value, cancel_reason="reset")
+    )
+    # An approval from before the reset must never act after it.
+    conn.execute(
+        update(confirmations)
+        .where(
+            confirmations.c.session_key == session,
+            confirmations.c.status == ConfirmationStatus.PENDING.value,
+        )
+        .values(status=ConfirmationStatus.EXPIRED.value, resolved_at=now)
     )
     # Turns queued behind the reset run in the generation it starts.
     conn.execute(

@@ -179,3 +179,18 @@ async def test_policy_confirmation_needs_a_grant(store: SessionStore) -> None:
         follow_up = await session.confirm(pending.confirmation_id, True, by="OPS", granted=grant)
         assert (await session.result(follow_up)).status == TurnStatus.COMPLETED
         assert len(REFUNDS) == 1
+
+
+async def test_a_reset_expires_pending_confirmations(store: SessionStore) -> None:
+    REFUNDS.clear()
+    agent = _agent()
+    async with Runtime(store, _model(), agent=agent, poll_interval=0.02) as rt:
+        session = rt.session(agent, "s1")
+        await session.turn(slack_event("refund order 42", user="U1"))
+        [pending] = await store.list_confirmations("s1")
+        await session.reset()
+        with pytest.raises(ResumeConflictError):
+            await session.confirm(pending.confirmation_id, True, by="U1")
+        [expired] = await store.list_confirmations("s1")
+        assert expired.status == ConfirmationStatus.EXPIRED
+    assert REFUNDS == []
