@@ -33,6 +33,13 @@ class SizeResult:
     engine: Summary
     floor: Summary
     whole_turn: Summary
+    ratio: Summary
+    """engine/floor per repetition: each pair ran back to back, so a burst of load on the machine
+    hits both halves of a ratio, which the quotient of two medians does not promise."""
+    growth: Summary
+    """engine at this size / engine at the smallest size, per repetition (run minutes apart at
+    most, in the same repetition)."""
+    floor_growth: Summary
 
 
 @dataclass(kw_only=True)
@@ -116,13 +123,29 @@ async def _measure(
                 result.engine_footprint = await engine.footprint(key, engine_turn)
                 result.floor_footprint = floor_db.footprint(key, floor_turn)
     result.profile = profiler
+    base = min(config.sizes)
     for n in config.sizes:
+        engine_us = [t.step_us for t in engine_runs[n]]
+        floor_us = [t.step_us for t in floor_runs[n]]
         result.sizes.append(
             SizeResult(
                 size=n,
-                engine=summarise([t.step_us for t in engine_runs[n]]),
-                floor=summarise([t.step_us for t in floor_runs[n]]),
+                engine=summarise(engine_us),
+                floor=summarise(floor_us),
                 whole_turn=summarise([t.turn_us for t in engine_runs[n]]),
+                ratio=summarise([e / f for e, f in zip(engine_us, floor_us, strict=True)]),
+                growth=summarise(
+                    [
+                        e.step_us / b.step_us
+                        for e, b in zip(engine_runs[n], engine_runs[base], strict=True)
+                    ]
+                ),
+                floor_growth=summarise(
+                    [
+                        f.step_us / b.step_us
+                        for f, b in zip(floor_runs[n], floor_runs[base], strict=True)
+                    ]
+                ),
             )
         )
 

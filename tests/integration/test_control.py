@@ -458,3 +458,17 @@ async def test_policy_is_kept_across_a_park_when_the_files_change(
         await session.resume("T1", "ok", True, by="U1")
         assert (await session.result("T1")).status == TurnStatus.COMPLETED
     assert model.requests[-1].system == "Old Slack rules."
+
+
+def test_policy_for_a_source_no_channel_emits_logs_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    root = _agent_dir(tmp_path / "agent", mode=None)
+    with caplog.at_level("WARNING", logger="agent.loader"):
+        load_agent(root, emitted_sources=["email"])
+    assert "'slack'" in caplog.text
+    assert "no mounted channel emits it" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="agent.loader"):
+        load_agent(root, emitted_sources=["slack"])
+    assert caplog.text == ""

@@ -178,3 +178,45 @@ async def test_crash_mid_batch_resumes_only_the_remaining_call(
     assert read_runs(run_log) == ["lookup_stock"]
     _complete(sql_url, "T1", run_log)
     assert read_runs(run_log) == ["lookup_stock", "create_order"]
+
+
+async def test_cancel_is_durable_across_sigkill_and_recovery(sql_url: str, tmp_path: Path) -> None:
+    """Cancelled while its worker was stuck mid-batch, then the worker died: the recovered turn
+    ends cancelled instead of running again."""
+    run_log = tmp_path / "runs.log"
+    proc = _child(sql_url, "T1", run_log, "--crash", "before:tool:1:a")
+    assert proc.stdout is not None
+    try:
+        assert proc.stdout.readline().startswith("DELTA")
+        for line in proc.stdout:
+            if line.startswith("AT "):
+                break
+        store = await SqlStore.open(sql_url)
+        try:
+            cancelled = await store.request_cancel("crash:s", "T1", "user said stop")
+        finally:
+            await store.close()
+        assert cancelled is not None
+        proc.kill()
+    finally:
+        proc.wait(timeout=30)
+        proc.stdout.close()
+        if proc.stderr:
+            proc.stderr.close()
+    runs_before = read_runs(run_log)
+    lines = _complete(sql_url, "T1", run_log, "--recover-only")
+    assert lines[-1] == "RESULT cancelled "
+    assert read_runs(run_log) == runs_before, "nothing ran after the cancel"
+    transcript, _steps, event_types, orders = await _final_state(sql_url)
+    assert [type(m) for m in transcript] == [
+        UserMessage,
+        AssistantMessage,
+        ToolMessage,
+        ToolMessage,
+    ]
+    assert [m.result for m in transcript if isinstance(m, ToolMessage)] == [
+        {"cancelled": True},
+        {"cancelled": True},
+    ]
+    assert event_types[-1] == "turn.cancelled"
+    assert orders == 0
