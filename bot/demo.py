@@ -7,31 +7,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, text
-
 from agent import (
     Agent,
     Runtime,
     ScriptedModel,
     ScriptedReply,
     ToolCall,
-    ToolContext,
     TurnEvent,
     tool,
 )
+from bot.demo_agent import create_order
 from storage import SqlStore, upgrade_database
-
-
-@tool
-def create_order(item: str, quantity: int, ctx: ToolContext) -> dict[str, Any]:
-    """Place an order. Local tool: the order row commits in the same transaction as the step."""
-    conn: Connection = ctx.store.unwrap()
-    conn.execute(text("create table if not exists demo_orders (item text, quantity integer)"))
-    conn.execute(
-        text("insert into demo_orders (item, quantity) values (:item, :q)"),
-        {"item": item, "q": quantity},
-    )
-    return {"item": item, "quantity": quantity, "status": "placed"}
 
 
 @tool

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import threading
 from collections import deque
 from collections.abc import AsyncIterator, Iterable, Sequence
@@ -23,11 +22,12 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+
+from tests.support.threaded_server import ThreadedServer
 
 Event = tuple[str, dict[str, Any]]
 
@@ -165,30 +165,18 @@ def http_error(
 
 
 class AnthropicStandin:
-    """A real HTTP server on a free localhost port, run by uvicorn in a background thread.
-
-    A thread rather than a task in the test's loop, so the server keeps answering while a test
-    awaits, and its signal handling and event loop stay out of the test's way.
-    """
+    """A real HTTP server on a free localhost port (uvicorn in a background thread)."""
 
     def __init__(self) -> None:
         self.requests: list[RecordedRequest] = []
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
-        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._socket.bind(("127.0.0.1", 0))
         app = Starlette(routes=[Route("/v1/messages", self._messages, methods=["POST"])])
-        config = uvicorn.Config(app, lifespan="off", ws="none", http="h11", log_level="warning")
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._socket]}, daemon=True
-        )
+        self._server = ThreadedServer(app)
 
     @property
     def base_url(self) -> str:
-        host, port = self._socket.getsockname()
-        return f"http://{host}:{port}"
+        return self._server.base_url
 
     @property
     def bodies(self) -> list[dict[str, Any]]:
@@ -210,19 +198,10 @@ class AnthropicStandin:
             return len(self._replies)
 
     def start(self) -> None:
-        self._thread.start()
-        for _ in range(500):
-            if self._server.started:
-                return
-            if not self._thread.is_alive():
-                break
-            threading.Event().wait(0.01)
-        raise RuntimeError("the Anthropic stand-in did not start")
+        self._server.start()
 
     def stop(self) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout=10)
-        self._socket.close()
+        self._server.stop()
 
     def __enter__(self) -> AnthropicStandin:
         self.start()
