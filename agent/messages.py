@@ -7,7 +7,8 @@ answers. They are pydantic models so the storage boundary can serialise them wit
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from collections.abc import Iterator, Sequence
+from typing import Annotated, Any, Literal, overload
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -119,3 +120,49 @@ def message_to_json(message: Message) -> str:
 
 def message_from_json(raw: str | bytes) -> Message:
     return _message_adapter.validate_json(raw)
+
+
+class TranscriptView(Sequence[Message]):
+    """The first `length` messages of an append-only transcript, without copying it.
+
+    A model step hands the model the whole conversation; copying ten thousand messages into a
+    tuple on every step would make a step's cost grow with the conversation. The transcript is
+    only ever appended to (a reset starts a new list), so a prefix view is a stable snapshot.
+    """
+
+    __slots__ = ("_items", "_length")
+
+    def __init__(self, items: list[Message], length: int | None = None) -> None:
+        self._items = items
+        self._length = len(items) if length is None else length
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Message]: ...
+
+    def __getitem__(self, index: int | slice) -> Message | Sequence[Message]:
+        if isinstance(index, slice):
+            return self._items[: self._length][index]
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError("transcript index out of range")
+        return self._items[index]
+
+    def __iter__(self) -> Iterator[Message]:
+        items = self._items
+        for i in range(self._length):
+            yield items[i]
+
+    def __reversed__(self) -> Iterator[Message]:
+        items = self._items
+        for i in range(self._length - 1, -1, -1):
+            yield items[i]
+
+    def __repr__(self) -> str:
+        return f"TranscriptView({self._length} messages)"

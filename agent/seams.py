@@ -445,7 +445,8 @@ class ModelRequest:
     thousand messages on every model step would make a step's cost grow with the transcript."""
 
     system: str
-    messages: tuple[Message, ...]
+    messages: Sequence[Message]
+    """A snapshot of the transcript (an immutable prefix view, never copied per step)."""
     tools: tuple[ToolSpec, ...] = ()
     settings: ModelSettings = field(default_factory=ModelSettings)
 

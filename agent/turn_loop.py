@@ -32,6 +32,7 @@ from agent.messages import (
     Message,
     ToolCall,
     ToolMessage,
+    TranscriptView,
     TriggerMessage,
     Usage,
     UserMessage,
@@ -298,7 +299,7 @@ class TurnRunner:
                 specs.append(found.spec)
         return ModelRequest(
             system=self.policy.system,
-            messages=tuple(self.transcript),
+            messages=TranscriptView(self.transcript),
             tools=tuple(specs),
             settings=agent.model,
         )

@@ -11,7 +11,7 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
@@ -141,21 +141,46 @@ class SlackBot:
         return JSONResponse({"ok": True, "owner": self.owner, "rendering": self.renderers.running})
 
     def http_app(self) -> Starlette:
-        @contextlib.asynccontextmanager
-        async def lifespan(app: Starlette) -> AsyncIterator[None]:
-            await self.start()
-            try:
-                yield
-            finally:
-                await self.close()
+        """This bot served over HTTP; it starts and closes with the app."""
 
-        return Starlette(
-            routes=[
-                Route("/slack/events", self.slack_events, methods=["POST"]),
-                Route("/healthz", self.health, methods=["GET"]),
-            ],
-            lifespan=lifespan,
-        )
+        async def opened() -> SlackBot:
+            return self
+
+        return serving_app(opened)
+
+
+def serving_app(opener: Callable[[], Awaitable[SlackBot]]) -> Starlette:
+    """The HTTP app; the bot is opened by its lifespan, on the event loop that serves it.
+
+    That is what lets uvicorn run it in several processes (`WEB_CONCURRENCY`): each one imports
+    the app factory and opens its own engines, which cannot cross a process or a loop.
+    """
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        bot = await opener()
+        app.state.bot = bot
+        try:
+            await bot.start()
+            yield
+        finally:
+            await bot.close()
+
+    async def slack_events(request: Request) -> Response:
+        bot: SlackBot = request.app.state.bot
+        return await bot.slack_events(request)
+
+    async def health(request: Request) -> Response:
+        bot: SlackBot = request.app.state.bot
+        return await bot.health(request)
+
+    return Starlette(
+        routes=[
+            Route("/slack/events", slack_events, methods=["POST"]),
+            Route("/healthz", health, methods=["GET"]),
+        ],
+        lifespan=lifespan,
+    )
 
 
 def build_model(settings: Settings) -> Any:
@@ -191,7 +216,10 @@ async def open_bot(
     chosen = agent or load_agent(settings.agent_path(), emitted_sources=["slack"])
     opened = store or await SqlStore.open(settings.database_url)
     try:
-        delivery = await DeliveryStore.open(settings.database_url)
+        # Shared only with a store opened here from the same URL (an injected one may not be).
+        delivery = await DeliveryStore.open(
+            settings.database_url, store=opened if store is None else None
+        )
     except BaseException:
         await opened.close()
         raise

@@ -1,4 +1,5 @@
-"""`bot`: the command line. Async work runs under `asyncio.run` here and nowhere else."""
+"""`bot`: the command line. Async work runs under `asyncio.run` here and nowhere else, except the
+web processes of `bot serve`, whose event loops uvicorn runs (uvloop where installed)."""
 
 from __future__ import annotations
 
@@ -73,12 +74,13 @@ def main(argv: list[str] | None = None) -> int:
     from bot import commands
 
     runner = {
-        "serve": commands.serve,
         "socket": commands.socket_mode,
         "worker": commands.worker,
         "clock": commands.clock,
     }
     try:
+        if args.command == "serve":
+            return commands.serve(settings)
         return asyncio.run(runner[args.command](settings))
     except KeyboardInterrupt:
         return 0

@@ -8,23 +8,73 @@ import logging
 import signal
 
 import uvicorn
+from starlette.applications import Starlette
 
-from bot.app import SlackBot, open_bot
+from bot.app import SlackBot, open_bot, serving_app
 from bot.clock import Clock
+from bot.logs import setup_logging
 from bot.settings import Settings
 
 log = logging.getLogger(__name__)
 
 
-async def serve(settings: Settings) -> int:
-    """HTTP mode: Starlette on uvicorn, Slack posting to `/slack/events`."""
-    bot = await open_bot(settings)
-    config = uvicorn.Config(
-        bot.http_app(), host=settings.host, port=settings.port, log_config=None, access_log=False
+def serve(settings: Settings) -> int:
+    """HTTP mode: Starlette on uvicorn, Slack posting to `/slack/events`, in `WEB_CONCURRENCY`
+    processes.
+
+    The bot is opened once here first, so a database below this code's schema or an agent that
+    does not assemble fails the command (exit 2, naming the fix) instead of a server process.
+    """
+    asyncio.run(_preflight(settings))
+    log.info(
+        "serving",
+        extra={"port": settings.port, "processes": settings.web_concurrency},
     )
-    log.info("serving", extra={"port": settings.port, "agent": bot.agent.name})
-    await uvicorn.Server(config).serve()
+    run_web(
+        "bot.commands:web_app",
+        host=settings.host,
+        port=settings.port,
+        processes=settings.web_concurrency,
+    )
     return 0
+
+
+def web_app() -> Starlette:
+    """uvicorn's app factory, called in every web process: settings come from the environment,
+    as they did for `bot serve`, and each process opens its own bot when it starts serving."""
+    settings = Settings()
+    setup_logging(level=settings.log_level, fmt=settings.log_format, secrets=settings.secrets())
+
+    async def opener() -> SlackBot:
+        return await open_bot(settings)
+
+    return serving_app(opener)
+
+
+def run_web(factory: str, *, host: str, port: int, processes: int = 1) -> None:
+    """Serve the app that `factory` (`module:function`) makes, in `processes` processes.
+
+    uvicorn's own loop and parser are used where installed (uvloop, httptools): an ack's CPU
+    goes largely to parsing HTTP and to the database drivers' round trips, and the pure-Python
+    defaults cost about a third more per request. Several processes share one listening socket;
+    uvicorn restarts one that dies.
+    """
+    uvicorn.run(
+        factory,
+        factory=True,
+        host=host,
+        port=port,
+        workers=processes,
+        loop="auto",
+        http="auto",
+        log_config=None,
+        access_log=False,
+    )
+
+
+async def _preflight(settings: Settings) -> None:
+    bot = await open_bot(settings)
+    await bot.close()
 
 
 async def socket_mode(settings: Settings) -> int:

@@ -42,6 +42,9 @@ class Settings(BaseSettings):
     agent_dir: str | None = Field(default=None, alias="AGENT_DIR")
     host: str = Field(default="0.0.0.0", alias="HOST")
     port: int = Field(default=3000, alias="PORT")
+    web_concurrency: int = Field(default=1, ge=1, alias="WEB_CONCURRENCY")
+    """`bot serve` processes sharing `PORT`: one event loop acks at most a few hundred events a
+    second, and the ack waits on two commits. Leave cores for the workers running turns."""
 
     run_turns: bool = Field(default=True, alias="RUN_TURNS")
     """False: `bot serve` only acks and queues turns; `bot worker` processes run and render them."""

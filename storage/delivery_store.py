@@ -1,4 +1,4 @@
-"""`DeliveryStore`: the Slack renderer's durable memory, on its own engine over `DATABASE_URL`.
+"""`DeliveryStore`: the Slack renderer's durable memory, in the database at `DATABASE_URL`.
 
 A renderer writes here before and after every Slack call that creates a message: the row goes in
 as `posting` with the key it also writes into the message's metadata, and gets its `ts` once Slack
@@ -8,23 +8,37 @@ after a restart "what Slack shows" can be put back to exactly "what the log says
 
 Targets carry a lease like the engine's sessions do: of several processes that could render one
 session (two clocks, web and clock), only the holder posts.
+
+Every method is one transaction whose body is a sync function run by a `TransactionExecutor`, as
+the engine's store does, and `register` runs before every ack, so it has to be cheap:
+
+- The statements are built once per store with bound parameters. Building an INSERT ... ON
+  CONFLICT and deriving its cache key on every call cost more CPU than executing it.
+- On SQLite the transactions run on the engine store's own thread and connection when the bot
+  opened that store from the same URL (`open(url, store=...)`). SQLite has one writer: a second
+  connection in the same process only waits on the file lock in `busy_timeout`'s sleeps, and the
+  async driver this used before hopped to its thread for every cursor call.
+- On PostgreSQL they keep an engine of their own, so a burst of renderers cannot take the
+  connections the turns need.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from sqlalchemy import Row, inspect, select, update
+from sqlalchemy import BindParameter, Row, bindparam, func, inspect, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from agent.errors import SchemaMismatchError
 from storage.delivery_schema import DELIVERY_REVISION, delivery_posts, delivery_targets
-from storage.sql_dialects import WRITE_OPTION, dialect_for
+from storage.sql_dialects import dialect_for
+from storage.sql_executor import TransactionExecutor
+
+R = TypeVar("R")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -66,25 +80,123 @@ class PostUpdate:
     mode: str | None = None
 
 
-class DeliveryStore:
-    def __init__(self, engine: AsyncEngine) -> None:
-        self._engine = engine
-        self._writer = engine.execution_options(**{WRITE_OPTION: True})
+class _StoreTransactions:
+    """Transactions on the engine store's executor (its SQLite thread and connection); the store
+    is closed by its owner, not here."""
 
-    @classmethod
-    async def open(cls, url: str) -> DeliveryStore:
-        """Raises `SchemaMismatchError` naming `bot db upgrade` when migration 0002 is missing."""
-        engine = dialect_for(url).create_engine()
-        try:
-            async with engine.connect() as conn:
-                await conn.run_sync(_check_tables)
-        except BaseException:
-            await engine.dispose()
-            raise
-        return cls(engine)
+    def __init__(self, store: Any) -> None:
+        self._store = store
+
+    async def read(self, body: Callable[[Connection], R]) -> R:
+        result: R = await self._store.run_sync(body)
+        return result
+
+    async def write(self, body: Callable[[Connection], R]) -> R:
+        result: R = await self._store.run_sync(body, write=True)
+        return result
 
     async def close(self) -> None:
-        await self._engine.dispose()
+        return None
+
+
+class _Statements:
+    """Built once per store: executing a prepared construct skips building it and deriving its
+    cache key, which is most of what a small statement costs SQLAlchemy."""
+
+    def __init__(self, dialect: str) -> None:
+        t, p = delivery_targets.c, delivery_posts.c
+        insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+        target = insert(delivery_targets)
+        # Columns come from the parameters; `user_id` is kept when a registration has none.
+        self.register = target.on_conflict_do_update(
+            index_elements=[t.session_key],
+            set_={
+                "active": 1,
+                "activity": t.activity + 1,
+                "updated_at": target.excluded.updated_at,
+                "user_id": func.coalesce(target.excluded.user_id, t.user_id),
+            },
+        )
+        key = t.session_key == bindparam("b_key")
+        self.mark_active = (
+            update(delivery_targets)
+            .where(key)
+            .values(active=1, activity=t.activity + 1, updated_at=bindparam("b_now"))
+        )
+        self.get_target = select(delivery_targets).where(key)
+        self.latest_in_channel = (
+            select(delivery_targets)
+            .where(
+                t.team == bindparam("b_team"),
+                t.channel == bindparam("b_channel"),
+                t.thread_ts.is_not(None),
+            )
+            .order_by(t.updated_at.desc())
+            .limit(1)
+        )
+        self.active_sessions = select(t.session_key).where(t.active == 1)
+        owner: BindParameter[str] = bindparam("b_owner")
+        self.acquire = (
+            update(delivery_targets)
+            .where(
+                key,
+                t.lease_owner.is_(None)
+                | (t.lease_owner == owner)
+                | (t.lease_expires_at < bindparam("b_now")),
+            )
+            .values(lease_owner=owner, lease_expires_at=bindparam("b_expires"))
+        )
+        self.release = (
+            update(delivery_targets)
+            .where(key, t.lease_owner == owner)
+            .values(lease_owner=None, lease_expires_at=0)
+        )
+        self.go_idle = (
+            update(delivery_targets)
+            .where(key, t.activity == bindparam("b_activity"))
+            .values(active=0)
+        )
+        cursor: BindParameter[int] = bindparam("b_cursor")
+        self.advance = update(delivery_targets).where(key, t.cursor < cursor).values(cursor=cursor)
+        post_key = p.post_key == bindparam("b_post")
+        self.insert_post = insert(delivery_posts).on_conflict_do_nothing()
+        self.get_post = select(delivery_posts).where(post_key)
+        # SET takes whichever columns the parameters name besides `b_post`.
+        self.update_post = update(delivery_posts).where(post_key)
+        self.delete_post = delivery_posts.delete().where(post_key)
+
+
+class DeliveryStore:
+    def __init__(self, transactions: TransactionExecutor, dialect: str) -> None:
+        self._x = transactions
+        self._s = _Statements(dialect)
+
+    @classmethod
+    async def open(cls, url: str, *, store: Any = None) -> DeliveryStore:
+        """Raises `SchemaMismatchError` naming `bot db upgrade` when migration 0002 is missing.
+
+        `store`: the engine's `SqlStore`, opened from this same `url`; on SQLite the delivery
+        transactions then share its thread and connection instead of contending for the lock.
+        """
+        dialect = dialect_for(url)
+        transactions: TransactionExecutor
+        if store is not None and dialect.name == "sqlite":
+            transactions = _StoreTransactions(store)
+        else:
+            transactions = dialect.executor()
+        try:
+            await transactions.read(_check_tables)
+        except BaseException:
+            await transactions.close()
+            raise
+        return cls(transactions, dialect.name)
+
+    async def close(self) -> None:
+        await self._x.close()
+
+    async def _write(self, statement: Any, params: dict[str, Any]) -> int:
+        """Execute one statement in a write transaction; returns its rowcount."""
+        return await self._x.write(lambda c: int(c.execute(statement, params).rowcount))
 
     # targets ------------------------------------------------------------------------------
 
@@ -99,99 +211,51 @@ class DeliveryStore:
         now: float,
     ) -> None:
         """Remember where a session's replies go and flag it as having work to render."""
-        values = {
-            "session_key": session_key,
-            "team": team,
-            "channel": channel,
-            "thread_ts": thread_ts,
-            "user_id": user_id,
-            "active": 1,
-            "activity": 1,
-            "updated_at": now,
-        }
-        stmt = self._insert(delivery_targets, values)
-        changes: dict[str, Any] = {
-            "active": 1,
-            "activity": delivery_targets.c.activity + 1,
-            "updated_at": now,
-        }
-        if user_id is not None:
-            changes["user_id"] = user_id
-        async with self._writer.begin() as conn:
-            await conn.execute(
-                stmt.on_conflict_do_update(index_elements=["session_key"], set_=changes)
-            )
+        await self._write(
+            self._s.register,
+            {
+                "session_key": session_key,
+                "team": team,
+                "channel": channel,
+                "thread_ts": thread_ts,
+                "user_id": user_id,
+                "active": 1,
+                "activity": 1,
+                "updated_at": now,
+            },
+        )
 
     async def mark_active(self, session_key: str, now: float) -> None:
-        stmt = (
-            update(delivery_targets)
-            .where(delivery_targets.c.session_key == session_key)
-            .values(active=1, activity=delivery_targets.c.activity + 1, updated_at=now)
-        )
-        async with self._writer.begin() as conn:
-            await conn.execute(stmt)
+        await self._write(self._s.mark_active, {"b_key": session_key, "b_now": now})
 
     async def get_target(self, session_key: str) -> Target | None:
-        query = select(delivery_targets).where(delivery_targets.c.session_key == session_key)
-        async with self._engine.connect() as conn:
-            row = (await conn.execute(query)).first()
+        statement = self._s.get_target
+        row = await self._x.read(lambda c: c.execute(statement, {"b_key": session_key}).first())
         return None if row is None else _target(row)
 
     async def latest_in_channel(self, team: str, channel: str) -> Target | None:
         """The most recently active threaded session of a channel (what a bare reset means)."""
-        query = (
-            select(delivery_targets)
-            .where(
-                delivery_targets.c.team == team,
-                delivery_targets.c.channel == channel,
-                delivery_targets.c.thread_ts.is_not(None),
-            )
-            .order_by(delivery_targets.c.updated_at.desc())
-            .limit(1)
-        )
-        async with self._engine.connect() as conn:
-            row = (await conn.execute(query)).first()
+        statement = self._s.latest_in_channel
+        params = {"b_team": team, "b_channel": channel}
+        row = await self._x.read(lambda c: c.execute(statement, params).first())
         return None if row is None else _target(row)
 
     async def active_sessions(self) -> list[str]:
-        query = select(delivery_targets.c.session_key).where(delivery_targets.c.active == 1)
-        async with self._engine.connect() as conn:
-            return list((await conn.execute(query)).scalars().all())
+        statement = self._s.active_sessions
+        return await self._x.read(lambda c: list(c.execute(statement).scalars().all()))
 
     async def acquire(self, session_key: str, owner: str, ttl: float, now: float) -> bool:
         """Take (or keep) the right to render this session; False while another holds it."""
-        c = delivery_targets.c
-        stmt = (
-            update(delivery_targets)
-            .where(
-                c.session_key == session_key,
-                (c.lease_owner.is_(None)) | (c.lease_owner == owner) | (c.lease_expires_at < now),
-            )
-            .values(lease_owner=owner, lease_expires_at=now + ttl)
-        )
-        async with self._writer.begin() as conn:
-            return (await conn.execute(stmt)).rowcount == 1
+        params = {"b_key": session_key, "b_owner": owner, "b_now": now, "b_expires": now + ttl}
+        return await self._write(self._s.acquire, params) == 1
 
     async def release(self, session_key: str, owner: str) -> None:
-        c = delivery_targets.c
-        stmt = (
-            update(delivery_targets)
-            .where(c.session_key == session_key, c.lease_owner == owner)
-            .values(lease_owner=None, lease_expires_at=0)
-        )
-        async with self._writer.begin() as conn:
-            await conn.execute(stmt)
+        await self._write(self._s.release, {"b_key": session_key, "b_owner": owner})
 
     async def go_idle(self, session_key: str, activity: int) -> bool:
         """Clear `active` unless the session was registered again since `activity` was read."""
-        c = delivery_targets.c
-        stmt = (
-            update(delivery_targets)
-            .where(c.session_key == session_key, c.activity == activity)
-            .values(active=0)
-        )
-        async with self._writer.begin() as conn:
-            return (await conn.execute(stmt)).rowcount == 1
+        params = {"b_key": session_key, "b_activity": activity}
+        return await self._write(self._s.go_idle, params) == 1
 
     # posts --------------------------------------------------------------------------------
 
@@ -213,19 +277,17 @@ class DeliveryStore:
             "opened_at": post.opened_at or now,
             "updated_at": now,
         }
-        async with self._writer.begin() as conn:
-            await conn.execute(self._insert(delivery_posts, values).on_conflict_do_nothing())
-            row = (
-                await conn.execute(
-                    select(delivery_posts).where(delivery_posts.c.post_key == post.post_key)
-                )
-            ).one()
-        return _post(row)
+        s = self._s
+
+        def body(conn: Connection) -> Row[Any]:
+            conn.execute(s.insert_post, values)
+            return conn.execute(s.get_post, {"b_post": post.post_key}).one()
+
+        return _post(await self._x.write(body))
 
     async def get_post(self, post_key: str) -> Post | None:
-        query = select(delivery_posts).where(delivery_posts.c.post_key == post_key)
-        async with self._engine.connect() as conn:
-            row = (await conn.execute(query)).first()
+        statement = self._s.get_post
+        row = await self._x.read(lambda c: c.execute(statement, {"b_post": post_key}).first())
         return None if row is None else _post(row)
 
     async def posts(
@@ -244,45 +306,35 @@ class DeliveryStore:
             query = query.where(c.kind == kind)
         if states is not None:
             query = query.where(c.state.in_(list(states)))
-        async with self._engine.connect() as conn:
-            rows = (await conn.execute(query.order_by(c.opened_at, c.part))).all()
+        ordered = query.order_by(c.opened_at, c.part)
+        rows = await self._x.read(lambda conn: conn.execute(ordered).all())
         return [_post(row) for row in rows]
 
     async def update_post(self, change: PostUpdate, now: float) -> None:
-        async with self._writer.begin() as conn:
-            await _apply(conn, change, now)
+        statement = self._s.update_post
+        await self._x.write(lambda c: _apply(c, statement, change, now))
 
     async def delete_post(self, post_key: str) -> None:
-        stmt = delivery_posts.delete().where(delivery_posts.c.post_key == post_key)
-        async with self._writer.begin() as conn:
-            await conn.execute(stmt)
+        await self._write(self._s.delete_post, {"b_post": post_key})
 
     async def save(
         self, session_key: str, cursor: int, changes: Iterable[PostUpdate], now: float
     ) -> None:
         """Advance the cursor and save post bodies atomically: after a crash, what Slack should
         show for every open post matches exactly the events up to the cursor."""
-        c = delivery_targets.c
-        async with self._writer.begin() as conn:
-            for change in changes:
-                await _apply(conn, change, now)
-            await conn.execute(
-                update(delivery_targets)
-                .where(c.session_key == session_key, c.cursor < cursor)
-                .values(cursor=cursor)
-            )
+        s = self._s
+        pending = list(changes)
 
-    # helpers ------------------------------------------------------------------------------
+        def body(conn: Connection) -> None:
+            for change in pending:
+                _apply(conn, s.update_post, change, now)
+            conn.execute(s.advance, {"b_key": session_key, "b_cursor": cursor})
 
-    def _insert(self, table: Any, values: dict[str, Any]) -> Any:
-        """The dialect's INSERT, which both spell ON CONFLICT the same way."""
-        if self._engine.dialect.name == "postgresql":
-            return postgresql.insert(table).values(**values)
-        return sqlite.insert(table).values(**values)
+        await self._x.write(body)
 
 
-async def _apply(conn: Any, change: PostUpdate, now: float) -> None:
-    values: dict[str, Any] = {"updated_at": now}
+def _apply(conn: Connection, statement: Any, change: PostUpdate, now: float) -> None:
+    values: dict[str, Any] = {"b_post": change.post_key, "updated_at": now}
     if change.body is not None:
         values["body"] = json.dumps(change.body)
     if change.state is not None:
@@ -291,9 +343,7 @@ async def _apply(conn: Any, change: PostUpdate, now: float) -> None:
         values["ts"] = change.ts
     if change.mode is not None:
         values["mode"] = change.mode
-    await conn.execute(
-        update(delivery_posts).where(delivery_posts.c.post_key == change.post_key).values(**values)
-    )
+    conn.execute(statement, values)
 
 
 def _check_tables(connection: Connection) -> None:
