@@ -59,7 +59,7 @@ from agent.messages import (
     UserMessage,
 )
 from agent.policy import SurfacePolicy
-from agent.runtime import Runtime
+from agent.runtime import Dispatcher, Runtime
 from agent.scripted_model import ScriptedModel, ScriptedReply
 from agent.seams import (
     ConfirmationRecord,
@@ -106,6 +106,7 @@ __all__ = [
     "ConfirmationRequested",
     "ConfirmationResolved",
     "ConfirmationStatus",
+    "Dispatcher",
     "Effect",
     "EffectAuthority",
     "EffectConflictError",

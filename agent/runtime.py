@@ -13,9 +13,9 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
 from agent.agent_def import Agent
 from agent.errors import LeaseLostError, TurnNotFoundError
@@ -25,6 +25,21 @@ from agent.turn_loop import TurnEnv, TurnRunner
 from agent.turn_result import TurnResult
 
 log = logging.getLogger(__name__)
+
+
+class Dispatcher(Protocol):
+    """Cross-process news: which session has work, which turn should stop. Only a speed-up
+    over polling the database, never the record, so losing it loses nothing."""
+
+    async def queued(self, session: str) -> None:
+        """Tell some worker that `session` has a turn to run."""
+        ...
+
+    async def cancel(
+        self, session: str, reason: str, *, keep: str | None = None, only: str | None = None
+    ) -> None:
+        """Tell every worker to signal the session's running turn (see `signal_cancel_here`)."""
+        ...
 
 
 class Runtime:
@@ -67,6 +82,8 @@ class Runtime:
         self._closed = False
         self.run_turns = run_turns
         self._slots = asyncio.Semaphore(max_concurrent_sessions)
+        self._dispatcher: Dispatcher | None = None
+        self._telling: set[asyncio.Task[None]] = set()
 
     # lifecycle ----------------------------------------------------------------------------
 
@@ -93,6 +110,8 @@ class Runtime:
         released (another worker can then continue at once), then cancel what is left: a turn
         cut off mid-step resumes elsewhere once its lease expires, like after a crash."""
         self._closed = True
+        if self._telling:
+            await asyncio.wait(set(self._telling), timeout=grace)
         if self._sweeper is not None:
             self._sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -121,9 +140,31 @@ class Runtime:
     def agent_for(self, key: str) -> Agent | None:
         return self._agents.get(key, self.default_agent)
 
+    def attach(self, dispatcher: Dispatcher) -> None:
+        """Let other processes hear at once what this one queued or cancelled (the database
+        stays the record: without a dispatcher, or when it is down, workers still find the work
+        through their recovery sweep and the lease heartbeat)."""
+        self._dispatcher = dispatcher
+
+    def _tell(self, what: Awaitable[None]) -> None:
+        async def send() -> None:
+            try:
+                await what
+            except Exception:
+                log.warning("dispatcher unavailable; workers fall back to polling", exc_info=True)
+
+        task = asyncio.create_task(send())
+        self._telling.add(task)
+        task.add_done_callback(self._telling.discard)
+
     def kick(self, key: str) -> None:
-        """Make sure a drain runs for `key`; cheap and idempotent."""
-        if self._closed or not self.run_turns:
+        """Make sure a drain runs for `key`; cheap and idempotent. A runtime that does not run
+        turns passes the news to the workers through its dispatcher, if it has one."""
+        if self._closed:
+            return
+        if not self.run_turns:
+            if self._dispatcher is not None:
+                self._tell(self._dispatcher.queued(key))
             return
         task = self._drains.get(key)
         if task is not None and not task.done():
@@ -154,9 +195,17 @@ class Runtime:
     def signal_cancel(
         self, key: str, reason: str, *, keep: str | None = None, only: str | None = None
     ) -> None:
-        """Tell this process's runner of the session to stop at its next checkpoint. The
-        durable request was stored first; this only makes it take effect without waiting for
-        the next heartbeat."""
+        """Tell this process's runner of the session to stop at its next checkpoint (and, through
+        the dispatcher, other processes' runners). The durable request was stored first; this only
+        makes it take effect without waiting for the next heartbeat."""
+        if self._dispatcher is not None:
+            self._tell(self._dispatcher.cancel(key, reason, keep=keep, only=only))
+        self.signal_cancel_here(key, reason, keep=keep, only=only)
+
+    def signal_cancel_here(
+        self, key: str, reason: str, *, keep: str | None = None, only: str | None = None
+    ) -> None:
+        """The in-process half of `signal_cancel`: what a dispatcher calls on a worker."""
         runner = self._running.get(key)
         if runner is None or runner.turn_id == keep:
             return

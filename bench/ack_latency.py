@@ -1,12 +1,15 @@
 """Ack latency of `/slack/events` under a burst of signed events while the turns run.
 
     python -m bench.ack_latency [--rate 200] [--seconds 10] [--db sqlite|postgres]
+        [--mode split|embedded|queue-only] [--web-processes N]
 
-Two processes on this machine: this one serves the bot (uvicorn, the real engine on SQLite or
-PostgreSQL, the scripted model); a second one plays Slack, running the Web API stand-in and
-sending `rate` signed `app_mention` events per second, each in a new thread, timing every
-response. Reported: p50/p90/p99/max ack time, non-200 answers, and how many of the turns finished
-(and were rendered) within the drain window after the burst.
+Processes on this machine, as in production: the web side served the way `bot serve` serves it
+(uvicorn with its loop and parser, `--web-processes` like WEB_CONCURRENCY; the real engine on
+SQLite or PostgreSQL, the scripted model); the worker side, with the Web API stand-in and (split
+mode) `bot worker`; and Slack, sending `rate` signed `app_mention` events per second, each in a
+new thread, timing every response. This process only coordinates. Reported: p50/p90/p99/max ack
+time, non-200 answers, and how many of the turns finished (and were rendered) within the drain
+window after the burst.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import argparse
 import asyncio
 import json
 import os
+import socket
 import statistics
 import sys
 import tempfile
@@ -129,14 +133,39 @@ async def worker_side(url: str, embedded: bool) -> None:
         print(json.dumps({"rendered": len(replies), "calls": len(standin.calls)}), flush=True)
 
 
-async def bot_side(args: argparse.Namespace) -> dict[str, Any]:
-    from agent.seams import TurnStatus
-    from bot.app import open_bot
-    from bot.asgi_server import BackgroundServer
-    from bot.inbound import session_key
-    from storage import upgrade_database
+def web_app() -> Any:
+    """The web processes' app factory (`bot serve`'s, with the benchmark's agent and model):
+    settings from the environment the coordinator set."""
+    import logging
 
-    agent, model = bench_agent()
+    from bot.app import open_bot, serving_app
+    from bot.logs import setup_logging
+    from bot.settings import Settings
+
+    settings = Settings()
+    setup_logging(level="ERROR", fmt="text", secrets=settings.secrets())
+    logging.getLogger("uvicorn.error").setLevel(logging.ERROR)
+
+    async def opener() -> Any:
+        agent, model = bench_agent()
+        return await open_bot(settings, agent=agent, model=model)
+
+    return serving_app(opener)
+
+
+def web_side(port: int, processes: int) -> None:
+    """Serve exactly as `bot serve` does (uvicorn, its loop and parser, `processes` processes)."""
+    from bot.commands import run_web
+
+    run_web("bench.ack_latency:web_app", host="127.0.0.1", port=port, processes=processes)
+
+
+async def bot_side(args: argparse.Namespace) -> dict[str, Any]:
+    """Coordinate: the database, the worker side, the web processes, then Slack's burst, then
+    wait for the turns to drain. This process serves nothing, so its polling costs the web
+    processes nothing but the two COUNT queries a second it sends the database."""
+    from storage import SqlStore, upgrade_database
+
     tmp = tempfile.mkdtemp(prefix="ack-bench-")
     url = (
         f"sqlite+aiosqlite:///{Path(tmp) / 'bench.db'}"
@@ -151,28 +180,40 @@ async def bot_side(args: argparse.Namespace) -> dict[str, Any]:
     assert worker.stdout is not None
     assert worker.stdin is not None
     api_url = json.loads(await worker.stdout.readline())["api_url"]
-    settings = bench_settings(url, api_url, run_turns=not split)
-    bot = await open_bot(settings, agent=agent, model=model)
-    async with BackgroundServer(bot.http_app()) as server:
+    port = _free_port()
+    env = {
+        **os.environ,
+        "DATABASE_URL": url,
+        "SLACK_BOT_TOKEN": "xoxb-bench",
+        "SLACK_SIGNING_SECRET": SECRET,
+        "SLACK_API_URL": api_url,
+        "RUN_TURNS": "false" if split else "true",
+    }
+    web = await _spawn("--web-side", str(port), str(args.web_processes), env=env)
+    app_url = f"http://127.0.0.1:{port}"
+    store = await SqlStore.open(url)
+    try:
+        await _until_healthy(app_url, web)
         peer = await _spawn(
-            "--slack-side", server.url, "--rate", str(args.rate), "--seconds", str(args.seconds)
+            "--slack-side", app_url, "--rate", str(args.rate), "--seconds", str(args.seconds)
         )
         assert peer.stdout is not None
         load = json.loads(await peer.stdout.readline())
         await peer.wait()
         burst_end = time.perf_counter()
         total = int(args.rate * args.seconds)
-        keys = [session_key("T0DEMO", CHANNEL, f"{1_700_000_000 + i}.000100") for i in range(total)]
-        done = 0
+        done = await store.run_sync(_completed_turns)
         while args.mode != "queue-only" and time.perf_counter() - burst_end < args.drain:
-            done = 0
-            for key in keys:
-                turns = await bot.runtime.store.list_turns(key)
-                done += sum(1 for t in turns if t.status == TurnStatus.COMPLETED)
-            if done >= total and not await bot.delivery.active_sessions():
+            done = await store.run_sync(_completed_turns)
+            if done >= total and not await store.run_sync(_active_targets):
                 break
-            await asyncio.sleep(1.0)
+            await asyncio.sleep(0.5)
         drained = time.perf_counter() - burst_end
+    finally:
+        await store.close()
+        if web.returncode is None:
+            web.terminate()
+        await web.wait()
     worker.stdin.write(b"done\n")
     await worker.stdin.drain()
     rendered = json.loads(await worker.stdout.readline())
@@ -180,6 +221,7 @@ async def bot_side(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "db": args.db,
         "mode": args.mode,
+        "web_processes": args.web_processes,
         "load": load,
         "completed": done,
         "total": total,
@@ -188,7 +230,48 @@ async def bot_side(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-async def _spawn(*argv: str) -> asyncio.subprocess.Process:
+def _completed_turns(conn: Any) -> int:
+    from sqlalchemy import func, select
+
+    from storage.sql_schema import turns
+
+    query = select(func.count()).select_from(turns).where(turns.c.status == "completed")
+    return int(conn.execute(query).scalar_one())
+
+
+def _active_targets(conn: Any) -> int:
+    from sqlalchemy import func, select
+
+    from storage.delivery_schema import delivery_targets
+
+    active = delivery_targets.c.active == 1
+    return int(conn.execute(select(func.count()).where(active)).scalar_one())
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def _until_healthy(app_url: str, web: asyncio.subprocess.Process) -> None:
+    import aiohttp
+
+    async with aiohttp.ClientSession() as http:
+        for _ in range(600):
+            if web.returncode is not None:
+                raise RuntimeError("the web process exited while starting")
+            try:
+                async with http.get(f"{app_url}/healthz") as response:
+                    if response.status == 200:
+                        return
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(0.1)
+    raise RuntimeError("the web process did not become healthy within 60 s")
+
+
+async def _spawn(*argv: str, env: dict[str, str] | None = None) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -196,6 +279,7 @@ async def _spawn(*argv: str) -> asyncio.subprocess.Process:
         *argv,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
+        env=env,
     )
 
 
@@ -216,7 +300,7 @@ def report(result: dict[str, Any], rate: float, seconds: float) -> str:
     ms = sorted(x * 1000 for x in result["load"]["latencies"])
 
     def pct(p: float) -> float:
-        return ms[min(len(ms) - 1, round(p / 100 * (len(ms) - 1)))]
+        return float(ms[min(len(ms) - 1, round(p / 100 * (len(ms) - 1)))])
 
     statuses = result["load"]["statuses"]
     return "\n".join(
@@ -225,7 +309,8 @@ def report(result: dict[str, Any], rate: float, seconds: float) -> str:
             f"({len(ms)} events, sent over {result['load']['sent_for']:.1f} s), "
             f"{result['db']}, {result['mode']}",
             f"  p50 {pct(50):.1f} ms   p90 {pct(90):.1f} ms   p99 {pct(99):.1f} ms   "
-            f"max {ms[-1]:.1f} ms   mean {statistics.fmean(ms):.1f} ms",
+            f"max {ms[-1]:.1f} ms   mean {statistics.fmean(ms):.1f} ms   "
+            f"({result['web_processes']} web process{'es' if result['web_processes'] > 1 else ''})",
             f"  responses: {', '.join(f'{k}: {v}' for k, v in sorted(statuses.items()))}",
             f"  turns completed: {result['completed']}/{result['total']} "
             f"({result['drained']:.1f} s after the burst); replies rendered: {result['rendered']}",
@@ -242,6 +327,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--drain", type=float, default=120.0, help="seconds to wait for turns")
     parser.add_argument("--json", action="store_true")
     parser.add_argument(
+        "--web-processes", type=int, default=1, help="`bot serve` processes (WEB_CONCURRENCY)"
+    )
+    parser.add_argument(
         "--mode",
         choices=("embedded", "split", "queue-only"),
         default="split",
@@ -250,7 +338,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--slack-side", metavar="APP_URL", help=argparse.SUPPRESS)
     parser.add_argument("--worker-side", nargs=2, metavar=("URL", "MODE"), help=argparse.SUPPRESS)
+    parser.add_argument("--web-side", nargs=2, metavar=("PORT", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.web_side:
+        web_side(int(args.web_side[0]), int(args.web_side[1]))
+        return 0
     if args.worker_side:
         asyncio.run(worker_side(args.worker_side[0], args.worker_side[1] != "split"))
         return 0
