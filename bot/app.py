@@ -7,12 +7,13 @@ listener" 404 reach Slack, which would only make Slack send the same request aga
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
 from slack_bolt.async_app import AsyncApp
@@ -23,6 +24,9 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+
+if TYPE_CHECKING:
+    from storage.redis_dispatch import RedisDispatcher
 
 from agent import Agent, Runtime
 from agent.seams import SessionStore
@@ -99,16 +103,35 @@ class SlackBot:
         self.listeners.register(self.bolt)
         self._handler = AsyncSlackRequestHandler(self.bolt)
         self._started = False
+        self._dispatcher: RedisDispatcher | None = None
+        self._serving: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         if not self._started:
             self._started = True
+            if self.settings.redis_url:
+                self._start_dispatch(self.settings.redis_url)
             self.runtime.start_recovery()
             self.renderers.start()
             for key in await self.delivery.active_sessions():
                 self.renderers.kick(key)
 
+    def _start_dispatch(self, url: str) -> None:
+        """With Redis, what one process queues or cancels reaches the workers at once; without
+        it (or while it is down) they find out by polling the database, which stays the record."""
+        from storage.redis_dispatch import RedisDispatcher
+
+        self._dispatcher = RedisDispatcher(url)
+        self.runtime.attach(self._dispatcher)
+        if self.runtime.run_turns:
+            self._serving = asyncio.create_task(self._dispatcher.serve(self.runtime))
+
     async def close(self) -> None:
+        if self._dispatcher is not None:
+            await self._dispatcher.close()
+        if self._serving is not None:
+            with contextlib.suppress(Exception):
+                await self._serving
         await self.renderers.close()
         await self.runtime.close()
         await self.delivery.close()
@@ -191,6 +214,7 @@ def build_model(settings: Settings) -> Any:
         api_key=key.get_secret_value() if key else None,
         base_url=settings.anthropic_base_url,
         model=settings.anthropic_model,
+        max_tokens=settings.anthropic_max_tokens,
     )
 
 

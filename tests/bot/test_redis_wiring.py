@@ -1,0 +1,26 @@
+"""With `REDIS_URL` set the bot attaches the Redis dispatcher and serves it; the reply still
+streams (the dispatcher only speeds up news between processes, the database stays the record)."""
+
+from __future__ import annotations
+
+import os
+
+from bot.inbound import session_key
+from tests.bot.agents import AGENT, SIMPLE, model
+from tests.bot.harness import eventually, idle, replies
+
+CHANNEL = "C0REDIS"
+REDIS = os.environ.get("BOT_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+async def test_bot_with_redis_url_attaches_the_dispatcher(url, launch, standin):  # type: ignore[no-untyped-def]
+    app = await launch(url, AGENT, model(SIMPLE), REDIS_URL=REDIS)
+    ts = await app.slack.mention("U0ALICE", "hello?", channel=CHANNEL)
+    await eventually(lambda: any("agent." in m.text for m in replies(standin, CHANNEL)))
+    await eventually(lambda: idle(standin, CHANNEL))
+    assert app.bot._dispatcher is not None
+    assert app.bot.runtime._dispatcher is app.bot._dispatcher
+    assert app.bot._serving is not None
+    assert not app.bot._serving.done()
+    turns = await app.turns(session_key("T0DEMO", CHANNEL, ts))
+    assert [t.status.value for t in turns] == ["completed"]
