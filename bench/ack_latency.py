@@ -197,8 +197,11 @@ async def bot_side(args: argparse.Namespace) -> dict[str, Any]:
         peer = await _spawn(
             "--slack-side", app_url, "--rate", str(args.rate), "--seconds", str(args.seconds)
         )
+        roles = {"web": web.pid, "worker side": worker.pid, "slack side": peer.pid}
+        before = _cpu_by_role(roles)
         assert peer.stdout is not None
         load = json.loads(await peer.stdout.readline())
+        cpu = _cpu_delta(before, _cpu_by_role(roles))
         await peer.wait()
         burst_end = time.perf_counter()
         total = int(args.rate * args.seconds)
@@ -226,6 +229,7 @@ async def bot_side(args: argparse.Namespace) -> dict[str, Any]:
         "completed": done,
         "total": total,
         "drained": drained,
+        "cpu": cpu,
         **rendered,
     }
 
@@ -246,6 +250,40 @@ def _active_targets(conn: Any) -> int:
 
     active = delivery_targets.c.active == 1
     return int(conn.execute(select(func.count()).where(active)).scalar_one())
+
+
+def _cpu_by_role(roles: dict[str, int]) -> dict[str, float]:
+    """CPU seconds used so far by each role's process tree, and by PostgreSQL's backends (Linux
+    /proc; empty elsewhere). Where a burst's two cores go is most of what the figures mean."""
+    stats: dict[int, tuple[int, str, float]] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            raw = (entry / "stat").read_text()
+        except OSError:
+            continue
+        name, rest = raw[raw.index("(") + 1 : raw.rindex(")")], raw[raw.rindex(")") + 2 :].split()
+        stats[int(entry.name)] = (int(rest[1]), name, (int(rest[11]) + int(rest[12])) / tick)
+    if not stats:
+        return {}
+
+    def tree(root: int) -> float:
+        total, todo = 0.0, [root]
+        while todo:
+            pid = todo.pop()
+            total += stats[pid][2] if pid in stats else 0.0
+            todo.extend(child for child, (ppid, _, _) in stats.items() if ppid == pid)
+        return total
+
+    out = {role: tree(pid) for role, pid in roles.items()}
+    out["postgres"] = sum(cpu for _, name, cpu in stats.values() if name.startswith("postgres"))
+    return out
+
+
+def _cpu_delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    return {role: round(after[role] - before.get(role, 0.0), 2) for role in after}
 
 
 def _free_port() -> int:
@@ -315,6 +353,8 @@ def report(result: dict[str, Any], rate: float, seconds: float) -> str:
             f"  turns completed: {result['completed']}/{result['total']} "
             f"({result['drained']:.1f} s after the burst); replies rendered: {result['rendered']}",
             f"  Slack API calls served by the stand-in: {result['calls']}",
+            "  CPU seconds during the burst: "
+            + ", ".join(f"{role} {cpu:.1f}" for role, cpu in result["cpu"].items()),
         ]
     )
 

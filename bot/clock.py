@@ -72,6 +72,9 @@ class Clock:
         turn_id = cron_turn_id(schedule, at)
         if await self.runtime.store.get_turn(key, turn_id) is not None:
             return None
+        # Registered before the turn is queued, so a crash in between leaves the next tick the
+        # whole fire to do again (it finds no turn); marked active once more after, so a
+        # renderer that looked in between, saw no turn and went idle is woken again.
         await self.delivery.register(
             key,
             team=self.team,
@@ -93,6 +96,8 @@ class Clock:
                 extra={"schedule": schedule.name},
             )
             return None
+        await self.delivery.mark_active(key, time.time())
+        self.renderers.kick(key)
         log.info("schedule fired", extra={"schedule": schedule.name, "turn": turn_id})
         return turn_id
 

@@ -1,13 +1,15 @@
 """Bolt listeners: each hands its work to the engine and returns.
 
-Events run before the response (`process_before_response=True`): the listener's only work is the
-durable `session.start`, a single fast commit, so the 200 Slack gets means "the turn is queued"
-and a crash before it makes Slack retry instead of losing the message. Button clicks and the slash
-command `ack()` at once and do their work in a lazy listener after the response.
+Events run before the response (`process_before_response=True`): the listener's only work is two
+short commits, the durable `session.start` and then where the replies go, so the 200 Slack gets
+means "the turn is queued" and a crash before it makes Slack retry instead of losing the message.
+Button clicks and the slash command `ack()` at once and do their work in a lazy listener after
+the response.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import time
@@ -32,6 +34,11 @@ SUSPENDED_NOTE = (
     "I'm still waiting for an answer to the approval above, so I can't start on this yet. "
     "Answer it, or reset this conversation with `{command}`."
 )
+ACKS_IN_FLIGHT = 4
+"""Events doing their database work at once. SQLAlchemy's pools keep five connections and close
+each overflow connection on return, so a burst past that paid for a new PostgreSQL connection
+(and server process) on almost every ack, just when the CPU was scarcest. Waiting here instead
+costs nothing: the work is CPU-bound by then, and a connection already does an ack in a few ms."""
 _PERMALINK_TS = re.compile(r"p(\d{10})(\d{6})")
 _TS = re.compile(r"\d{10}\.\d{6}")
 
@@ -55,6 +62,7 @@ class Listeners:
         self.answers = answers
         self.replace_in_flight = replace_in_flight
         self.reset_command = reset_command
+        self._in_flight = asyncio.Semaphore(ACKS_IN_FLIGHT)
 
     def register(self, app: AsyncApp) -> None:
         app.event("app_mention")(self.on_event)
@@ -73,9 +81,11 @@ class Listeners:
 
     async def on_event(self, body: dict[str, Any], context: AsyncBoltContext) -> None:
         message = person_message(body, context.bot_user_id)
-        if message is None or not await self._starts_turn(message):
+        if message is None:
             return
-        await self.dispatch(message)
+        async with self._in_flight:
+            if await self._starts_turn(message):
+                await self.dispatch(message)
 
     async def _starts_turn(self, message: SlackMessage) -> bool:
         if message.mentions_bot or message.is_dm:
@@ -86,8 +96,26 @@ class Listeners:
         return False
 
     async def dispatch(self, message: SlackMessage) -> str:
-        """Queue the turn durably; the runtime runs it and the renderer shows it."""
+        """Queue the turn durably, then say where its replies go; the runtime runs it and the
+        renderer shows it.
+
+        In that order: a renderer (in this process or a worker) that finds the session
+        registered must also find its turn, or it could see nothing left to do and go idle for
+        good just before the turn is queued. Rendering may then start a moment after the turn
+        does: a renderer that joins in the middle of a step shows that step's text at its commit
+        instead of token by token, and never loses any of it.
+        """
         key = message.session_key
+        session = self.runtime.session(self.agent, key)
+        suspended = False
+        try:
+            turn_id = str(
+                await session.start(
+                    message.inbound(), turn_id=message.turn_id, replace=self.replace_in_flight
+                )
+            )
+        except SessionSuspendedError:
+            turn_id, suspended = message.turn_id, True
         await self.delivery.register(
             key,
             team=message.team,
@@ -97,21 +125,11 @@ class Listeners:
             now=time.time(),
         )
         self.renderers.kick(key)
-        session = self.runtime.session(self.agent, key)
-        try:
-            return str(
-                await session.start(
-                    message.inbound(), turn_id=message.turn_id, replace=self.replace_in_flight
-                )
-            )
-        except SessionSuspendedError:
+        if suspended:
             self.renderers.notice(
-                key,
-                message.turn_id,
-                "suspended",
-                SUSPENDED_NOTE.format(command=self.reset_command),
+                key, turn_id, "suspended", SUSPENDED_NOTE.format(command=self.reset_command)
             )
-            return message.turn_id
+        return turn_id
 
     # interactivity -------------------------------------------------------------------------
 
