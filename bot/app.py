@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 from agent import Agent, Runtime
 from agent.seams import SessionStore
 from bot.answers import AnswerHandler
-from bot.listeners import Listeners
+from bot.listeners import ACKS_IN_FLIGHT, Listeners
 from bot.render_pool import RendererPool
 from bot.renderer import RenderSettings
 from bot.settings import Settings
@@ -90,6 +90,7 @@ class SlackBot:
             answers=self.answers,
             replace_in_flight=settings.replace_in_flight,
             reset_command=settings.reset_command,
+            acks_in_flight=None if runtime.run_turns else ACKS_IN_FLIGHT,
         )
         self.bolt = AsyncApp(
             client=client,

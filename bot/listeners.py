@@ -10,6 +10,7 @@ the response.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 import time
@@ -35,10 +36,13 @@ SUSPENDED_NOTE = (
     "Answer it, or reset this conversation with `{command}`."
 )
 ACKS_IN_FLIGHT = 4
-"""Events doing their database work at once. SQLAlchemy's pools keep five connections and close
-each overflow connection on return, so a burst past that paid for a new PostgreSQL connection
-(and server process) on almost every ack, just when the CPU was scarcest. Waiting here instead
-costs nothing: the work is CPU-bound by then, and a connection already does an ack in a few ms."""
+"""Events doing their database work at once in a web process that runs no turns. SQLAlchemy's
+pools keep five connections and close each overflow connection on return, so a burst past that
+paid for a new PostgreSQL connection (and server process) on almost every ack, just when the CPU
+was scarcest. Waiting here instead costs nothing: the work is CPU-bound by then, and a connection
+does an ack in a few ms. Where the process also runs turns there is no bound: the turns' commits
+share the same connections (on SQLite the same thread), and four acks among thirty-two turns got
+so small a share that a burst's acks took ten times longer."""
 _PERMALINK_TS = re.compile(r"p(\d{10})(\d{6})")
 _TS = re.compile(r"\d{10}\.\d{6}")
 
@@ -54,6 +58,7 @@ class Listeners:
         answers: AnswerHandler,
         replace_in_flight: bool,
         reset_command: str,
+        acks_in_flight: int | None = ACKS_IN_FLIGHT,
     ) -> None:
         self.runtime = runtime
         self.agent = agent
@@ -62,7 +67,9 @@ class Listeners:
         self.answers = answers
         self.replace_in_flight = replace_in_flight
         self.reset_command = reset_command
-        self._in_flight = asyncio.Semaphore(ACKS_IN_FLIGHT)
+        self._in_flight = (
+            asyncio.Semaphore(acks_in_flight) if acks_in_flight else contextlib.nullcontext()
+        )
 
     def register(self, app: AsyncApp) -> None:
         app.event("app_mention")(self.on_event)

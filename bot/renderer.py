@@ -105,8 +105,12 @@ class SessionRenderer:
         """Render until the session is caught up with no turn left to run, then go idle."""
         await self.recover()
         while True:
+            # The turns are read before the events: a turn that ends in between has committed its
+            # last events with its end, so this catch-up still delivers them. The other way round,
+            # a turn run whole between the two reads left the session idle, its reply unshown.
+            done = self.queue.empty() and await self._finished()
             await self.catch_up()
-            if self.queue.empty() and await self._finished():
+            if done and self.queue.empty() and not self._part_open:
                 if await self.delivery.go_idle(self.key, activity):
                     return
                 target = await self.delivery.get_target(self.key)
@@ -138,8 +142,12 @@ class SessionRenderer:
             batch.append(self.queue.get_nowait())
         return batch
 
+    @property
+    def _part_open(self) -> bool:
+        return self.view is not None and self.view.part is not None
+
     async def _finished(self) -> bool:
-        if self.view is not None and self.view.part is not None:
+        if self._part_open:
             return False
         turns = await self.store.list_turns(self.key)
         return not any(t.status in (TurnStatus.QUEUED, TurnStatus.RUNNING) for t in turns)

@@ -78,6 +78,28 @@ async def test_a_turn_queued_slowly_is_still_rendered(db_url, launch, standin):
     assert [m.text for m in replies(standin, CHANNEL)] == ["Hello from the agent."]
 
 
+async def test_a_turn_that_ends_while_the_renderer_looks_is_still_rendered(db_url, launch, standin):
+    """The renderer reads whether any turn is left before it reads the events: the other way
+    round, a turn run whole between the two reads left the session idle, its reply unshown."""
+    app = await launch(db_url, AGENT, model(SIMPLE))
+    store = app.bot.runtime.store
+    acquire_lease, list_turns = store.acquire_lease, store.list_turns
+
+    async def late_lease(*args: Any) -> Any:
+        await asyncio.sleep(0.3)  # the renderer's first look finds no event yet
+        return await acquire_lease(*args)
+
+    async def slow_list_turns(key: str) -> Any:
+        await asyncio.sleep(1.0)  # the whole turn runs while the renderer asks
+        return await list_turns(key)
+
+    store.acquire_lease = late_lease
+    store.list_turns = slow_list_turns
+    await app.slack.mention("U0ALICE", "hello", channel=CHANNEL)
+    await eventually(lambda: replies(standin, CHANNEL) and idle(standin, CHANNEL), within=10)
+    assert [m.text for m in replies(standin, CHANNEL)] == ["Hello from the agent."]
+
+
 async def test_registration_keeps_the_known_user_and_counts_every_registration(db_url):
     store = await SqlStore.open(db_url)
     try:
