@@ -200,6 +200,7 @@ class SessionStore(Protocol):
         input: TurnInput,
         *,
         cancel_unfinished: str | None = None,
+        alongside: Callable[[StoreHandle], None] | None = None,
     ) -> tuple[TurnRecord, bool]:
         """Durably queue a turn, or return the existing one; the bool says it was created.
 
@@ -207,6 +208,11 @@ class SessionStore(Protocol):
         the insert are one transaction. With `cancel_unfinished`, every queued or running turn of
         the session is asked to cancel with that reason in the same transaction (replace); a
         parked turn is never touched. Nothing is cancelled when the turn id already exists.
+
+        `alongside`: the application's own write, run in that same transaction (also when the
+        turn already existed; not when the session refuses it), so what it records about the turn
+        exists exactly when the turn does, at the price of no extra commit. It gets the store's
+        handle, as a local tool does; if it raises, nothing is queued.
         """
         ...
 

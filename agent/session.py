@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +24,13 @@ from agent.hitl import (
     validate_answer,
 )
 from agent.messages import JsonValue, Message
-from agent.seams import ConfirmationRecord, ConfirmationStatus, SessionStatus, TurnStatus
+from agent.seams import (
+    ConfirmationRecord,
+    ConfirmationStatus,
+    SessionStatus,
+    StoreHandle,
+    TurnStatus,
+)
 from agent.sinks import Observer, Unsubscribe
 from agent.turn_input import ConfirmationAnswer, InboundEvent, Trigger, TurnInput
 from agent.turn_result import TurnResult
@@ -64,16 +70,23 @@ class AgentSession:
         *,
         turn_id: str | None = None,
         replace: bool = False,
+        alongside: Callable[[StoreHandle], None] | None = None,
     ) -> str:
         """Queue the turn durably (committed before this returns) and hand it to a worker.
 
         Re-delivering a known turn id queues nothing new: a finished turn stays finished, an
         unfinished one is picked up where its checkpoints left it. `replace=True` first cancels
         every queued or running turn of the session (reason `replaced`), never a parked one.
+        `alongside` is a write of the application's committed in the same transaction (see
+        `SessionStore.enqueue_turn`).
         """
         tid = turn_id or uuid.uuid4().hex
         record, created = await self._store.enqueue_turn(
-            self.key, tid, TurnInput.of(input), cancel_unfinished="replaced" if replace else None
+            self.key,
+            tid,
+            TurnInput.of(input),
+            cancel_unfinished="replaced" if replace else None,
+            alongside=alongside,
         )
         if replace and created:
             self.runtime.signal_cancel(self.key, "replaced", keep=tid)

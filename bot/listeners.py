@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import re
 import time
@@ -103,10 +104,11 @@ class Listeners:
         return False
 
     async def dispatch(self, message: SlackMessage) -> str:
-        """Queue the turn durably, then say where its replies go; the runtime runs it and the
-        renderer shows it.
+        """Queue the turn durably and say where its replies go, in one transaction where the
+        delivery tables share the engine's database; the runtime runs it and the renderer
+        shows it.
 
-        In that order: a renderer (in this process or a worker) that finds the session
+        Otherwise the turn first: a renderer (in this process or a worker) that finds the session
         registered must also find its turn, or it could see nothing left to do and go idle for
         good just before the turn is queued. Rendering may then start a moment after the turn
         does: a renderer that joins in the middle of a step shows that step's text at its commit
@@ -114,16 +116,8 @@ class Listeners:
         """
         key = message.session_key
         session = self.runtime.session(self.agent, key)
-        suspended = False
-        try:
-            turn_id = str(
-                await session.start(
-                    message.inbound(), turn_id=message.turn_id, replace=self.replace_in_flight
-                )
-            )
-        except SessionSuspendedError:
-            turn_id, suspended = message.turn_id, True
-        await self.delivery.register(
+        register = functools.partial(
+            self.delivery.register,
             key,
             team=message.team,
             channel=message.channel,
@@ -131,6 +125,25 @@ class Listeners:
             user_id=message.user,
             now=time.time(),
         )
+        alongside = (
+            self.delivery.registration(*register.args, **register.keywords)
+            if self.delivery.same_database
+            else None
+        )
+        registered, suspended = alongside is not None, False
+        try:
+            turn_id = str(
+                await session.start(
+                    message.inbound(),
+                    turn_id=message.turn_id,
+                    replace=self.replace_in_flight,
+                    alongside=alongside,
+                )
+            )
+        except SessionSuspendedError:
+            turn_id, suspended, registered = message.turn_id, True, False
+        if not registered:
+            await register()
         self.renderers.kick(key)
         if suspended:
             self.renderers.notice(

@@ -36,6 +36,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from agent.errors import SchemaMismatchError
+from agent.seams import StoreHandle
 from storage.delivery_schema import DELIVERY_REVISION, delivery_posts, delivery_targets
 from storage.sql_dialects import dialect_for
 from storage.sql_executor import TransactionExecutor
@@ -169,9 +170,14 @@ class _Statements:
 
 
 class DeliveryStore:
-    def __init__(self, transactions: TransactionExecutor, dialect: str) -> None:
+    def __init__(
+        self, transactions: TransactionExecutor, dialect: str, *, same_database: bool = False
+    ) -> None:
         self._x = transactions
         self._s = _Statements(dialect)
+        self.same_database = same_database
+        """Whether these tables live in the engine store's database, so a registration can be
+        written in the engine's own transaction (`registration`)."""
 
     @classmethod
     async def open(cls, url: str, *, store: Any = None) -> DeliveryStore:
@@ -191,7 +197,7 @@ class DeliveryStore:
         except BaseException:
             await transactions.close()
             raise
-        return cls(transactions, dialect.name)
+        return cls(transactions, dialect.name, same_database=store is not None)
 
     async def close(self) -> None:
         await self._x.close()
@@ -213,19 +219,29 @@ class DeliveryStore:
         now: float,
     ) -> None:
         """Remember where a session's replies go and flag it as having work to render."""
-        await self._write(
-            self._s.register,
-            {
-                "session_key": session_key,
-                "team": team,
-                "channel": channel,
-                "thread_ts": thread_ts,
-                "user_id": user_id,
-                "active": 1,
-                "activity": 1,
-                "updated_at": now,
-            },
-        )
+        params = _registration(session_key, team, channel, thread_ts, user_id, now)
+        await self._write(self._s.register, params)
+
+    def registration(
+        self,
+        session_key: str,
+        *,
+        team: str,
+        channel: str,
+        thread_ts: str | None,
+        user_id: str | None,
+        now: float,
+    ) -> Callable[[StoreHandle], None]:
+        """`register` as a write for the engine's transaction that queues the turn (only where
+        `same_database`): the turn and where its replies go then commit together, and the ack
+        pays for one commit instead of two (on PostgreSQL about a third of its CPU)."""
+        statement = self._s.register
+        params = _registration(session_key, team, channel, thread_ts, user_id, now)
+
+        def write(handle: StoreHandle) -> None:
+            handle.unwrap().execute(statement, params)
+
+        return write
 
     async def mark_active(self, session_key: str, now: float) -> None:
         await self._write(self._s.mark_active, {"b_key": session_key, "b_now": now})
@@ -356,6 +372,26 @@ def _check_tables(connection: Connection) -> None:
             f"the database has no Slack delivery tables ({', '.join(missing)}; migration "
             f"{DELIVERY_REVISION}); run `bot db upgrade`."
         )
+
+
+def _registration(
+    session_key: str,
+    team: str,
+    channel: str,
+    thread_ts: str | None,
+    user_id: str | None,
+    now: float,
+) -> dict[str, Any]:
+    return {
+        "session_key": session_key,
+        "team": team,
+        "channel": channel,
+        "thread_ts": thread_ts,
+        "user_id": user_id,
+        "active": 1,
+        "activity": 1,
+        "updated_at": now,
+    }
 
 
 def _target(row: Row[Any]) -> Target:

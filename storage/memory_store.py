@@ -51,6 +51,7 @@ from storage.records import (
     encode_events,
     new_turn,
     numbered,
+    parked_on_other_turn,
     session_record,
     turn_record,
 )
@@ -81,17 +82,22 @@ class MemoryStore:
         input: TurnInput,
         *,
         cancel_unfinished: str | None = None,
+        alongside: Callable[[StoreHandle], None] | None = None,
     ) -> tuple[TurnRecord, bool]:
         row = new_turn(
             session, turn_id, input.model_dump_json(), kind=TurnKind.TURN, now=time.time()
         )
         async with self._lock:
+            state = self._state(session)
+            # Run first: nothing here can be rolled back, so a failing write must come before
+            # the turn is queued. (It cannot see the turn, and has no handle to write with.)
+            refused = turn_id not in state.turns and parked_on_other_turn(
+                state.status, state.pending, turn_id
+            )
+            if alongside is not None and not refused:
+                alongside(NoHandle())
             return ops.enqueue(
-                self._state(session),
-                self._ids,
-                row,
-                refuse_if_parked=True,
-                cancel_unfinished=cancel_unfinished,
+                state, self._ids, row, refuse_if_parked=True, cancel_unfinished=cancel_unfinished
             )
 
     async def enqueue_reset(self, session: str, reset_id: str) -> TurnRecord:

@@ -42,6 +42,7 @@ from storage import sql_commit, sql_ledgers, sql_reset, sql_turns
 from storage.ledger_records import confirmation_answer
 from storage.migrate import verify_schema
 from storage.records import RESET_INPUT, encode_commit, encode_events, new_turn, numbered
+from storage.sql_commit import run_local
 from storage.sql_dialects import SqlDialect, dialect_for
 from storage.sql_executor import TransactionExecutor
 
@@ -91,15 +92,21 @@ class SqlStore:
         input: TurnInput,
         *,
         cancel_unfinished: str | None = None,
+        alongside: Callable[[StoreHandle], None] | None = None,
     ) -> tuple[TurnRecord, bool]:
         row = new_turn(
             session, turn_id, input.model_dump_json(), kind=TurnKind.TURN, now=time.time()
         )
-        return await self._x.write(
-            lambda c: sql_turns.enqueue(
+
+        def body(c: Connection) -> tuple[TurnRecord, bool]:
+            queued = sql_turns.enqueue(
                 c, self._dialect, row, refuse_if_parked=True, cancel_unfinished=cancel_unfinished
             )
-        )
+            if alongside is not None:
+                run_local(c, alongside)
+            return queued
+
+        return await self._x.write(body)
 
     async def enqueue_reset(self, session: str, reset_id: str) -> TurnRecord:
         row = new_turn(session, reset_id, RESET_INPUT, kind=TurnKind.RESET, now=time.time())

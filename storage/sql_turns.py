@@ -8,9 +8,11 @@ of the worker holding the session: a turn cannot be queued between a park's chec
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
-from sqlalchemy import Row, exists, func, insert, or_, select, update
+from sqlalchemy import Row, bindparam, exists, func, insert, or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
@@ -32,6 +34,50 @@ UNFINISHED_VALUES = [status.value for status in UNFINISHED]
 OPEN_VALUES = [*UNFINISHED_VALUES, TurnStatus.SUSPENDED.value]
 
 
+class _QueueStatements:
+    """Built once per dialect: executing a prepared construct skips building it and deriving its
+    cache key, which was most of what queueing a turn cost the web process (each Slack event's
+    ack waits on it)."""
+
+    def __init__(self, dialect: str) -> None:
+        insert_for = postgresql.insert if dialect == "postgresql" else sqlite.insert
+        s, t = sessions.c, turns.c
+        # Creates the session row or, when it exists, locks it (an ON CONFLICT DO UPDATE locks
+        # the row on PostgreSQL like FOR UPDATE; SQLite's BEGIN IMMEDIATE holds the database),
+        # so a concurrent park (whose fence updates this row) cannot slip between the suspended
+        # check and the insert. One statement instead of an insert and a SELECT ... FOR UPDATE.
+        upsert = insert_for(sessions)
+        self.lock_session = upsert.on_conflict_do_update(
+            index_elements=[s.key], set_={"status": s.status}
+        ).returning(s.status, s.pending, s.generation)
+        self.insert_turn = (
+            insert_for(turns)
+            .on_conflict_do_nothing(index_elements=[t.session_key, t.turn_id])
+            .returning(t.id)
+        )
+        self.supersede = (
+            update(turns)
+            .where(
+                t.session_key == bindparam("b_session"),
+                t.status.in_(UNFINISHED_VALUES),
+                t.kind == TurnKind.TURN.value,
+                t.cancel_reason.is_(None),
+                t.id != bindparam("b_created"),
+            )
+            .values(cancel_reason=bindparam("b_reason"))
+        )
+
+
+_GET_TURN = select(turns).where(
+    turns.c.session_key == bindparam("b_session"), turns.c.turn_id == bindparam("b_turn")
+)
+
+
+@functools.cache
+def _queue_statements(dialect: str) -> _QueueStatements:
+    return _QueueStatements(dialect)
+
+
 def enqueue(
     conn: Connection,
     dialect: SqlDialect,
@@ -40,48 +86,32 @@ def enqueue(
     refuse_if_parked: bool,
     cancel_unfinished: str | None,
 ) -> tuple[TurnRecord, bool]:
-    """Queue the turn `row` (see `records.new_turn`), or return the one with its id."""
+    """Queue the turn `row` (see `records.new_turn`), or return the one with its id.
+
+    Three statements for a new turn (lock the session, insert the turn, mark what it
+    supersedes); a known turn id reads it back instead and changes nothing.
+    """
+    q = _queue_statements(dialect.name)
     session, turn_id = row["session_key"], row["turn_id"]
-    conn.execute(
-        dialect.insert_ignoring_conflict(sessions, "key").values(
-            key=session, status=SessionStatus.NEW.value, updated_at=row["created_at"]
-        )
-    )
-    # Locks the row on PostgreSQL, so a concurrent park (whose fence updates this row) cannot
-    # slip between the suspended check and the insert.
     state = conn.execute(
-        select(sessions.c.status, sessions.c.pending, sessions.c.generation)
-        .where(sessions.c.key == session)
-        .with_for_update()
+        q.lock_session,
+        {"key": session, "status": SessionStatus.NEW.value, "updated_at": row["created_at"]},
     ).one()
-    existing = get_turn(conn, session, turn_id)
-    if existing is not None:
-        return existing, False
     if refuse_if_parked and parked_on_other_turn(state.status, state.pending, turn_id):
-        raise SessionSuspendedError(suspended_message(session, state.pending))
+        existing = get_turn(conn, session, turn_id)
+        if existing is None:
+            raise SessionSuspendedError(suspended_message(session, state.pending))
+        return existing, False
     values = {**row, "generation": state.generation}
-    created = conn.execute(
-        dialect.insert_ignoring_conflict(turns, "session_key", "turn_id")
-        .values(values)
-        .returning(turns.c.id)
-    ).scalar_one_or_none()
+    created = conn.execute(q.insert_turn, values).scalar_one_or_none()
     if created is None:
-        # Another writer inserted the same turn between our read and our insert.
-        raced = get_turn(conn, session, turn_id)
-        if raced is None:
+        existing = get_turn(conn, session, turn_id)
+        if existing is None:
             raise StepConflictError(f"turn {turn_id!r} conflicted but cannot be read")
-        return raced, False
+        return existing, False
     if cancel_unfinished is not None:
         conn.execute(
-            update(turns)
-            .where(
-                turns.c.session_key == session,
-                turns.c.status.in_(UNFINISHED_VALUES),
-                turns.c.kind == TurnKind.TURN.value,
-                turns.c.cancel_reason.is_(None),
-                turns.c.id != created,
-            )
-            .values(cancel_reason=cancel_unfinished)
+            q.supersede, {"b_session": session, "b_created": created, "b_reason": cancel_unfinished}
         )
     return turn_record({**values, "id": created}), True
 
@@ -165,8 +195,7 @@ def resume(
 
 
 def get_turn(conn: Connection, session: str, turn_id: str) -> TurnRecord | None:
-    query = select(turns).where(turns.c.session_key == session, turns.c.turn_id == turn_id)
-    row = conn.execute(query).first()
+    row = conn.execute(_GET_TURN, {"b_session": session, "b_turn": turn_id}).first()
     return None if row is None else turn_record(row._mapping)
 
 

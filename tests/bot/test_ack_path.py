@@ -1,6 +1,7 @@
-"""The ack path under load: bounded database work per process, the turn queued before its
-delivery is registered, the registration's semantics on its prebuilt statement, and `bot serve`
-as several processes on one port."""
+"""The ack path under load: bounded database work per process, the turn and its delivery target
+committed together (and a renderer that finds them late or mid-turn still shows the reply), the
+registration's semantics on its prebuilt statement, and `bot serve` as several processes on one
+port."""
 
 from __future__ import annotations
 
@@ -35,20 +36,21 @@ async def test_a_burst_is_queued_a_few_at_a_time_and_each_event_is_one_turn(
     db_url, launch, standin
 ):
     app = await launch(db_url, AGENT, model(SIMPLE), RUN_TURNS=False)
-    register = app.bot.delivery.register
+    store = app.bot.runtime.store
+    enqueue = store.enqueue_turn
     running, most = 0, 0
 
-    async def slow_register(*args: Any, **kwargs: Any) -> None:
+    async def slow_enqueue(*args: Any, **kwargs: Any) -> Any:
         nonlocal running, most
         running += 1
         most = max(most, running)
         try:
             await asyncio.sleep(0.05)  # a slow database: the burst piles up behind it
-            await register(*args, **kwargs)
+            return await enqueue(*args, **kwargs)
         finally:
             running -= 1
 
-    app.bot.delivery.register = slow_register  # type: ignore[method-assign]
+    store.enqueue_turn = slow_enqueue
     stamps = [app.slack.new_ts() for _ in range(3 * ACKS_IN_FLIGHT)]
     events = [app.slack.mention_event("U0ALICE", "hi", channel=CHANNEL, ts=ts) for ts in stamps]
     responses = await asyncio.gather(*(app.slack.post_event(event) for event in events))
@@ -98,6 +100,38 @@ async def test_a_turn_that_ends_while_the_renderer_looks_is_still_rendered(db_ur
     await app.slack.mention("U0ALICE", "hello", channel=CHANNEL)
     await eventually(lambda: replies(standin, CHANNEL) and idle(standin, CHANNEL), within=10)
     assert [m.text for m in replies(standin, CHANNEL)] == ["Hello from the agent."]
+
+
+async def test_the_turn_and_where_its_replies_go_commit_together(db_url, launch, standin):
+    """One transaction: a registration that fails leaves no turn behind (the ack is an error, so
+    Slack sends the event again), and the retry queues, registers and renders it once."""
+    app = await launch(db_url, AGENT, model(SIMPLE))
+    delivery = app.bot.delivery
+    assert delivery.same_database
+    registration = delivery.registration
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        def write(handle: Any) -> None:
+            registration(*args, **kwargs)(handle)  # written, then the transaction fails
+            raise OSError("the database went away")
+
+        return write
+
+    delivery.registration = failing  # type: ignore[method-assign]
+    ts = app.slack.new_ts()
+    event = app.slack.mention_event("U0ALICE", "hello", channel=CHANNEL, ts=ts)
+    first = await app.slack.post_event(event)
+    assert first.status_code >= 500
+    key = session_key("T0DEMO", CHANNEL, ts)
+    assert await app.turns(key) == []
+    assert await delivery.get_target(key) is None
+
+    delivery.registration = registration  # type: ignore[method-assign]
+    retry = await app.slack.post_event(event, retry_num=1)
+    assert retry.status_code == 200
+    await eventually(lambda: replies(standin, CHANNEL) and idle(standin, CHANNEL), within=10)
+    assert [m.text for m in replies(standin, CHANNEL)] == ["Hello from the agent."]
+    assert [t.status.value for t in await app.turns(key)] == ["completed"]
 
 
 async def test_registration_keeps_the_known_user_and_counts_every_registration(db_url):

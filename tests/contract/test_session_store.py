@@ -490,3 +490,97 @@ async def test_local_tool_never_runs_on_a_lost_lease(store: SessionStore) -> Non
         )
     assert ran == []
     await _nothing_committed(store)
+
+
+# -- a write of the application's, committed with the enqueue ---------------------------------
+
+
+class _Probe:
+    """An `alongside` write that records each call and, on SQL, inserts a row in a table of the
+    test's own, so whether it committed can be read back."""
+
+    def __init__(self, store: SessionStore, *, fail: bool = False) -> None:
+        self.store, self.fail, self.calls = store, fail, 0
+
+    def __call__(self, handle: StoreHandle) -> None:
+        self.calls += 1
+        if isinstance(self.store, SqlStore):
+            handle.unwrap().execute(text("INSERT INTO alongside_probe (n) VALUES (1)"))
+        if self.fail:
+            raise RuntimeError("the application's write failed")
+
+    async def committed(self) -> int | None:
+        """Rows the write left committed; None on memory, which has no transaction to put the
+        application's write in (it gets a handle that refuses, like a local tool's)."""
+        if not isinstance(self.store, SqlStore):
+            return None
+        query = text("SELECT count(*) FROM alongside_probe")
+        return int(await self.store.run_sync(lambda c: c.execute(query).scalar_one()))
+
+
+@pytest.fixture
+async def probe_table(store: SessionStore) -> None:
+    if isinstance(store, SqlStore):
+        create = text("CREATE TABLE IF NOT EXISTS alongside_probe (n INTEGER)")
+        await store.run_sync(lambda c: c.execute(create), write=True)
+
+
+async def test_alongside_commits_with_the_queued_turn(
+    store: SessionStore, probe_table: None
+) -> None:
+    probe = _Probe(store)
+    record, created = await store.enqueue_turn(S, "t1", TurnInput(text="hi"), alongside=probe)
+    assert created
+    assert record.status is TurnStatus.QUEUED
+    assert probe.calls == 1
+    assert await probe.committed() in (1, None)
+
+    # A re-delivered turn id queues nothing, and the write runs again (it is the app's record
+    # of this delivery, e.g. where replies go, which a retry may be the only copy of).
+    _, created = await store.enqueue_turn(S, "t1", TurnInput(text="hi"), alongside=probe)
+    assert not created
+    assert probe.calls == 2
+    assert await probe.committed() in (2, None)
+    assert [t.turn_id for t in await store.list_turns(S)] == ["t1"]
+
+
+async def test_a_failing_alongside_write_queues_nothing(
+    store: SessionStore, probe_table: None
+) -> None:
+    probe = _Probe(store, fail=True)
+    with pytest.raises(RuntimeError, match="application's write failed"):
+        await store.enqueue_turn(S, "t1", TurnInput(text="hi"), alongside=probe)
+    assert probe.calls == 1
+    assert await store.get_turn(S, "t1") is None
+    assert await store.list_turns(S) == []
+    assert await probe.committed() in (0, None)
+    # Nothing was left half done: the same turn queues normally afterwards.
+    _, created = await store.enqueue_turn(S, "t1", TurnInput(text="hi"))
+    assert created
+
+
+async def test_alongside_does_not_run_when_a_parked_session_refuses_the_turn(
+    store: SessionStore, probe_table: None
+) -> None:
+    lease = await _queued_with_lease(store)
+    await store.commit(
+        lease,
+        StepCommit(
+            turn_id="t1",
+            turn_status=TurnStatus.SUSPENDED,
+            session_status=SessionStatus.SUSPENDED,
+            set_pending=True,
+            pending={"turn_id": "t1", "input_id": "approve"},
+        ),
+        TTL,
+        NOW,
+    )
+    probe = _Probe(store)
+    with pytest.raises(SessionSuspendedError):
+        await store.enqueue_turn(S, "t2", TurnInput(text="other"), alongside=probe)
+    assert probe.calls == 0
+    assert await probe.committed() in (0, None)
+    # The parked turn itself, delivered again, is not refused: its write runs.
+    await store.enqueue_turn(S, "t1", TurnInput(text="hi"), alongside=probe)
+    assert probe.calls == 1
+    assert await probe.committed() in (1, None)

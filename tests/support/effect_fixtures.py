@@ -96,9 +96,7 @@ def fan_model(operation: str = "FAN-7", quantity: int = 2) -> ScriptedModel:
             reservation = last.result["reservation"]["reservation"]
             return ScriptedReply(
                 tool_calls=[
-                    ToolCall(
-                        id="w", name="create_work_order", input={"reservation": reservation}
-                    )
+                    ToolCall(id="w", name="create_work_order", input={"reservation": reservation})
                 ]
             )
         if step == 1:
