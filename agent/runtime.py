@@ -134,7 +134,10 @@ class Runtime:
         chosen = agent or self.default_agent
         if chosen is None:
             raise ValueError("no agent given and the runtime has no default agent")
-        self._agents[key] = chosen
+        if chosen is self.default_agent:
+            self._agents.pop(key, None)  # remembered only where it differs: no entry per session
+        else:
+            self._agents[key] = chosen
         return AgentSession(self, chosen, key)
 
     def agent_for(self, key: str) -> Agent | None:
@@ -170,7 +173,15 @@ class Runtime:
         if task is not None and not task.done():
             self._rekick.add(key)
             return
-        self._drains[key] = asyncio.create_task(self._drain(key), name=f"drain:{key}")
+        drain = asyncio.create_task(self._drain(key), name=f"drain:{key}")
+        self._drains[key] = drain
+        drain.add_done_callback(lambda done: self._forget_drain(key, done))
+
+    def _forget_drain(self, key: str, done: asyncio.Task[None]) -> None:
+        # A long-running worker sees every session once; keeping their finished tasks grew the
+        # heap without bound, and with it the pauses of the garbage collector's full passes.
+        if self._drains.get(key) is done:
+            del self._drains[key]
 
     async def recover_once(self) -> list[str]:
         """Kick every session with unfinished turns and no live lease; returns their keys."""

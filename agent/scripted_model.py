@@ -86,7 +86,11 @@ class ScriptedModel:
         by_opening: Mapping[str, Sequence[ScriptedReply]] | None = None,
         responder: Responder | None = None,
         delta_delay: float = 0.0,
+        keep_requests: bool = True,
     ) -> None:
+        """`keep_requests=False` for a long run (a benchmark, the demo server): `requests` then
+        stays empty instead of holding every transcript the model was shown."""
+        self._keep_requests = keep_requests
         self._replies = list(replies)
         self._by_opening = {k: list(v) for k, v in (by_opening or {}).items()}
         self._responder = responder
@@ -103,7 +107,8 @@ class ScriptedModel:
         return script[step]
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        self.requests.append(request)
+        if self._keep_requests:
+            self.requests.append(request)
         scripted = self._pick(request)
         for chunk in scripted.chunks():
             if not chunk:

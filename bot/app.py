@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 from agent import Agent, Runtime
 from agent.seams import SessionStore
 from bot.answers import AnswerHandler
+from bot.heap import freeze_startup_heap
 from bot.listeners import ACKS_IN_FLIGHT, Listeners
 from bot.render_pool import RendererPool
 from bot.renderer import RenderSettings
@@ -173,11 +174,14 @@ class SlackBot:
         return serving_app(opened)
 
 
-def serving_app(opener: Callable[[], Awaitable[SlackBot]]) -> Starlette:
+def serving_app(
+    opener: Callable[[], Awaitable[SlackBot]], *, freeze_heap: bool = False
+) -> Starlette:
     """The HTTP app; the bot is opened by its lifespan, on the event loop that serves it.
 
     That is what lets uvicorn run it in several processes (`WEB_CONCURRENCY`): each one imports
     the app factory and opens its own engines, which cannot cross a process or a loop.
+    `freeze_heap`: a process that serves only this app (see `bot.heap`).
     """
 
     @contextlib.asynccontextmanager
@@ -186,6 +190,8 @@ def serving_app(opener: Callable[[], Awaitable[SlackBot]]) -> Starlette:
         app.state.bot = bot
         try:
             await bot.start()
+            if freeze_heap:
+                freeze_startup_heap()
             yield
         finally:
             await bot.close()

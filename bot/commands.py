@@ -12,6 +12,7 @@ from starlette.applications import Starlette
 
 from bot.app import SlackBot, open_bot, serving_app
 from bot.clock import Clock
+from bot.heap import freeze_startup_heap
 from bot.logs import setup_logging
 from bot.settings import Settings
 
@@ -48,7 +49,7 @@ def web_app() -> Starlette:
     async def opener() -> SlackBot:
         return await open_bot(settings)
 
-    return serving_app(opener)
+    return serving_app(opener, freeze_heap=True)
 
 
 def run_web(factory: str, *, host: str, port: int, processes: int = 1) -> None:
@@ -87,6 +88,7 @@ async def socket_mode(settings: Settings) -> int:
     assert app_token is not None
     handler = AsyncSocketModeHandler(bot.bolt, app_token.get_secret_value(), web_client=bot.client)
     await bot.start()
+    freeze_startup_heap()
     try:
         await handler.connect_async()
         log.info("connected in socket mode", extra={"agent": bot.agent.name})
@@ -101,6 +103,7 @@ async def clock(settings: Settings) -> int:
     """Fire the agent's schedules; turns run and render in this process (or any other)."""
     bot: SlackBot = await open_bot(settings)
     await bot.start()
+    freeze_startup_heap()
     try:
         auth = await bot.client.auth_test()
         ticker = Clock(
@@ -124,6 +127,7 @@ async def worker(settings: Settings) -> int:
     """Run and render the turns web processes queued (`RUN_TURNS=false` on the web side)."""
     bot = await open_bot(settings.model_copy(update={"run_turns": True}), worker=True)
     await bot.start()
+    freeze_startup_heap()
     log.info("worker running", extra={"agent": bot.agent.name, "owner": bot.owner})
     try:
         await _until_signalled()

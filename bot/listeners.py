@@ -100,7 +100,7 @@ class Listeners:
             return True
         if message.in_thread:
             # A follow-up in a thread the bot is part of: it has a delivery target there.
-            return await self.delivery.get_target(message.session_key) is not None
+            return await self.delivery.get_target(message.session_key, urgent=True) is not None
         return False
 
     async def dispatch(self, message: SlackMessage) -> str:

@@ -90,12 +90,12 @@ class _StoreTransactions:
     def __init__(self, store: Any) -> None:
         self._store = store
 
-    async def read(self, body: Callable[[Connection], R]) -> R:
-        result: R = await self._store.run_sync(body)
+    async def read(self, body: Callable[[Connection], R], *, urgent: bool = False) -> R:
+        result: R = await self._store.run_sync(body, urgent=urgent)
         return result
 
-    async def write(self, body: Callable[[Connection], R]) -> R:
-        result: R = await self._store.run_sync(body, write=True)
+    async def write(self, body: Callable[[Connection], R], *, urgent: bool = False) -> R:
+        result: R = await self._store.run_sync(body, write=True, urgent=urgent)
         return result
 
     async def close(self) -> None:
@@ -220,7 +220,8 @@ class DeliveryStore:
     ) -> None:
         """Remember where a session's replies go and flag it as having work to render."""
         params = _registration(session_key, team, channel, thread_ts, user_id, now)
-        await self._write(self._s.register, params)
+        statement = self._s.register
+        await self._x.write(lambda c: c.execute(statement, params), urgent=True)
 
     def registration(
         self,
@@ -246,9 +247,12 @@ class DeliveryStore:
     async def mark_active(self, session_key: str, now: float) -> None:
         await self._write(self._s.mark_active, {"b_key": session_key, "b_now": now})
 
-    async def get_target(self, session_key: str) -> Target | None:
+    async def get_target(self, session_key: str, *, urgent: bool = False) -> Target | None:
+        """`urgent` on an ack's path (is the bot part of this thread?); see
+        `TransactionExecutor.write`."""
         statement = self._s.get_target
-        row = await self._x.read(lambda c: c.execute(statement, {"b_key": session_key}).first())
+        params = {"b_key": session_key}
+        row = await self._x.read(lambda c: c.execute(statement, params).first(), urgent=urgent)
         return None if row is None else _target(row)
 
     async def latest_in_channel(self, team: str, channel: str) -> Target | None:

@@ -19,10 +19,15 @@ BEGIN IMMEDIATE (see `storage.sql_dialects`).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextvars
+import functools
+import itertools
+import queue
+import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import Protocol, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
 
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -34,17 +39,24 @@ WRITE_OPTION = "storage_write"
 
 
 class TransactionExecutor(Protocol):
-    async def read(self, body: Callable[[Connection], R]) -> R:
+    async def read(self, body: Callable[[Connection], R], *, urgent: bool = False) -> R:
         """Run `body` in a transaction that is rolled back afterwards (it only reads)."""
         ...
 
-    async def write(self, body: Callable[[Connection], R]) -> R:
-        """Run `body` in a write transaction: committed if it returns, rolled back if it raises."""
+    async def write(self, body: Callable[[Connection], R], *, urgent: bool = False) -> R:
+        """Run `body` in a write transaction: committed if it returns, rolled back if it raises.
+
+        `urgent`: somebody is waiting on this one (Slack for its ack, a person for an answer to
+        land), so where transactions queue it goes ahead of the background ones (the turns' step
+        commits, the renderers' bookkeeping)."""
         ...
 
     async def close(self) -> None:
         """Release connections (and threads); the executor is not used afterwards."""
         ...
+
+
+_URGENT, _BACKGROUND, _LAST = 0, 1, 2
 
 
 class ThreadExecutor:
@@ -54,32 +66,54 @@ class ThreadExecutor:
     cross threads, and that is the check we want). Keeping the connection, rather than checking
     one out of the pool per transaction, changes nothing SQLite sees (a one-thread pool hands out
     the same connection every time) and saves the pool's bookkeeping on every step.
+
+    The thread takes urgent transactions first, then the rest in arrival order. In a process that
+    runs turns, the turns' commits (each with its fsync) kept this thread busy most of the time
+    under a burst, and an event's ack waited behind all the commits queued before it (200
+    events/s with turns running: p50 30 ms, p99 110-170 ms, nearly all of it in this queue).
     """
 
     def __init__(self, engine: Engine, *, name: str = "sql-store") -> None:
         self._engine = engine
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+        self._jobs: queue.PriorityQueue[_Job] = queue.PriorityQueue()
+        self._arrivals = itertools.count()
+        self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
+        self._thread.start()
         self._connection: Connection | None = None
         """Touched only on the worker thread."""
 
-    async def read(self, body: Callable[[Connection], R]) -> R:
-        return await self._hop(self._transaction, body, False)
+    async def read(self, body: Callable[[Connection], R], *, urgent: bool = False) -> R:
+        return await self._hop(_URGENT if urgent else _BACKGROUND, self._transaction, body, False)
 
-    async def write(self, body: Callable[[Connection], R]) -> R:
-        return await self._hop(self._transaction, body, True)
+    async def write(self, body: Callable[[Connection], R], *, urgent: bool = False) -> R:
+        return await self._hop(_URGENT if urgent else _BACKGROUND, self._transaction, body, True)
 
     async def close(self) -> None:
-        try:
-            await self._hop(self._dispose)
-        finally:
-            self._thread.shutdown(wait=False)
+        """After everything already queued; the thread ends with it."""
+        await self._hop(_LAST, self._dispose)
 
-    async def _hop(self, fn: Callable[..., R], *args: object) -> R:
+    async def _hop(self, priority: int, fn: Callable[..., R], *args: object) -> R:
         # The caller's context goes along (as `asyncio.to_thread` does), so a local tool running
         # in the transaction sees the turn's context variables (logging, tracing).
         context = contextvars.copy_context()
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._thread, context.run, fn, *args)
+        future: concurrent.futures.Future[R] = concurrent.futures.Future()
+        call = functools.partial(context.run, fn, *args)
+        self._jobs.put(_Job(priority, next(self._arrivals), future, call))
+        # Cancelling the await cancels a job that has not started; one that has runs to its end.
+        return await asyncio.wrap_future(future)
+
+    def _serve(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job.future.set_running_or_notify_cancel():
+                try:
+                    result = job.call()
+                except BaseException as exc:
+                    job.future.set_exception(exc)
+                else:
+                    job.future.set_result(result)
+            if job.priority == _LAST:
+                return
 
     def _transaction(self, body: Callable[[Connection], R], write: bool) -> R:
         conn = self._connection
@@ -105,18 +139,29 @@ class ThreadExecutor:
         self._engine.dispose()
 
 
+@dataclass(order=True)
+class _Job:
+    priority: int
+    arrival: int
+    future: concurrent.futures.Future[Any] = field(compare=False)
+    call: Callable[[], Any] = field(compare=False)
+
+
 class AsyncExecutor:
-    """An async engine; a body runs on the event loop's own thread through `run_sync`."""
+    """An async engine; a body runs on the event loop's own thread through `run_sync`.
+
+    `urgent` changes nothing here: there is no queue of this executor's own (each transaction
+    takes a pooled connection, and PostgreSQL runs them side by side)."""
 
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
         self._writer = engine.execution_options(**{WRITE_OPTION: True})
 
-    async def read(self, body: Callable[[Connection], R]) -> R:
+    async def read(self, body: Callable[[Connection], R], *, urgent: bool = False) -> R:
         async with self._engine.connect() as conn:
             return await conn.run_sync(body)
 
-    async def write(self, body: Callable[[Connection], R]) -> R:
+    async def write(self, body: Callable[[Connection], R], *, urgent: bool = False) -> R:
         async with self._writer.begin() as conn:
             return await conn.run_sync(body)
 

@@ -73,12 +73,17 @@ class SqlStore:
         """`sqlite` or `postgresql`: for `run_sync` callers whose SQL differs (PRAGMA vs SHOW)."""
         return self._dialect.name
 
-    async def run_sync(self, fn: Callable[[Connection], R], *, write: bool = False) -> R:
+    async def run_sync(
+        self, fn: Callable[[Connection], R], *, write: bool = False, urgent: bool = False
+    ) -> R:
         """Run `fn` with a sync `Connection` in one transaction, the way the store's own methods
         run (so on SQLite, on the store's thread and connection): for operators' queries and
         tests. A read (the default) is rolled back afterwards; `write=True` commits if `fn`
-        returns, for tables of the caller's own: the store's rows change only through its API."""
-        return await (self._x.write(fn) if write else self._x.read(fn))
+        returns, for tables of the caller's own: the store's rows change only through its API.
+        `urgent`: see `TransactionExecutor.write`."""
+        if write:
+            return await self._x.write(fn, urgent=urgent)
+        return await self._x.read(fn, urgent=urgent)
 
     async def close(self) -> None:
         await self._x.close()
@@ -106,14 +111,15 @@ class SqlStore:
                 run_local(c, alongside)
             return queued
 
-        return await self._x.write(body)
+        return await self._x.write(body, urgent=True)
 
     async def enqueue_reset(self, session: str, reset_id: str) -> TurnRecord:
         row = new_turn(session, reset_id, RESET_INPUT, kind=TurnKind.RESET, now=time.time())
         record, _ = await self._x.write(
             lambda c: sql_turns.enqueue(
                 c, self._dialect, row, refuse_if_parked=False, cancel_unfinished="reset"
-            )
+            ),
+            urgent=True,
         )
         return record
 
@@ -130,7 +136,9 @@ class SqlStore:
         return await self._x.read(lambda c: sql_reset.read_archive(c, session, generation))
 
     async def request_cancel(self, session: str, turn_id: str, reason: str) -> TurnRecord | None:
-        return await self._x.write(lambda c: sql_turns.request_cancel(c, session, turn_id, reason))
+        return await self._x.write(
+            lambda c: sql_turns.request_cancel(c, session, turn_id, reason), urgent=True
+        )
 
     async def resume_turn(
         self,
@@ -145,7 +153,8 @@ class SqlStore:
         await self._x.write(
             lambda c: sql_turns.resume(
                 c, session, turn_id, expected_pending, answer_step, answer, now
-            )
+            ),
+            urgent=True,
         )
 
     async def get_turn(self, session: str, turn_id: str) -> TurnRecord | None:
@@ -243,7 +252,8 @@ class SqlStore:
             session, follow_up_turn, follow_up.model_dump_json(), kind=TurnKind.TURN, now=now
         )
         record, last_seq = await self._x.write(
-            lambda c: sql_ledgers.resolve_confirmation(c, confirmation_id, answer, turn, rows)
+            lambda c: sql_ledgers.resolve_confirmation(c, confirmation_id, answer, turn, rows),
+            urgent=True,
         )
         return record, numbered(events, last_seq)
 

@@ -168,12 +168,14 @@ async def test_cancel_between_model_deltas_commits_nothing_of_the_step(
 
 async def test_replace_storm_leaves_exactly_one_turn(store: SessionStore) -> None:
     ran: list[tuple[str, float]] = []
+    storm_over = asyncio.Event()
 
     @tool
     async def work(ctx: ToolContext) -> str:
-        """Takes a while."""
+        """Takes until the storm is over: however slow the machine, no turn can finish before
+        the next message arrives (one that did would rightly stay completed)."""
         ran.append((ctx.turn_id, time.monotonic()))
-        await asyncio.sleep(0.05)
+        await asyncio.wait_for(storm_over.wait(), 10)
         return "worked"
 
     agent = Agent(name="a", instructions="x", tools=[work])
@@ -195,6 +197,7 @@ async def test_replace_storm_leaves_exactly_one_turn(store: SessionStore) -> Non
                     superseded_at.setdefault(earlier, time.monotonic())
             ids.append(tid)
             await asyncio.sleep(0.01)
+        storm_over.set()
         results = [await session.result(t) for t in ids]
     statuses = [r.status for r in results]
     assert statuses.count(TurnStatus.COMPLETED) == 1

@@ -408,3 +408,27 @@ async def test_stale_lease_holder_cannot_commit(store: SessionStore) -> None:
     transcript = await store.load_transcript("s1")
     assert [m.role for m in transcript] == ["user", "assistant", "tool", "assistant"]
     assert list(await store.load_steps("s1", "T1")) == ["model:1", "tool:1:s", "model:3"]
+
+
+async def test_a_long_running_runtime_keeps_nothing_per_finished_session(
+    store: SessionStore,
+) -> None:
+    """A worker sees every session once: what it keeps per session after the turns are done
+    must not grow with their number (it grew the heap, and the collector's pauses with it)."""
+    agent = Agent(name="plain", instructions="x")
+    model = ScriptedModel([ScriptedReply(text="ok")])
+    async with _runtime(store, model, agent) as rt:
+        for n in range(5):
+            result = await rt.session(agent, f"s{n}").turn("hi", turn_id=f"T{n}")
+            assert result.status == TurnStatus.COMPLETED
+
+        for _ in range(500):  # a drain is forgotten once its task has finished
+            if not rt._drains:
+                break
+            await asyncio.sleep(0.01)
+        assert rt._drains == {}
+        assert rt._agents == {}
+        other = Agent(name="other", instructions="y")
+        rt.session(other, "s-other")
+        assert rt.agent_for("s-other") is other  # an agent other than the default is kept
+        assert rt.agent_for("s0") is agent
