@@ -379,3 +379,45 @@ async def test_processes_sharing_one_sqlite_file_serialize_their_writes(sqlite_u
             assert transcript == [UserMessage(turn_id=f"t{i}", text="hi") for i in range(20)]
     finally:
         await store.close()
+
+
+@pytest.mark.postgres
+async def test_postgres_connections_killed_while_idle_fail_no_call(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server restart or failover kills the pooled connections; the next calls must not fail.
+    Connections idle past the threshold are pinged at checkout and replaced; busy ones are not
+    pinged (that round trip was a seventh of an ack's)."""
+    from storage import sql_dialects
+
+    monkeypatch.setattr(sql_dialects, "PING_AFTER_IDLE", 0.2)
+    store = await SqlStore.open(postgres_url)
+    try:
+        for n in range(3):  # several pooled connections, all idle afterwards
+            await asyncio.gather(
+                *(store.enqueue_turn(f"s{n}-{i}", "t", TurnInput(text="hi")) for i in range(3))
+            )
+        mine = await store.run_sync(
+            lambda c: c.execute(text("SELECT pg_backend_pid()")).scalar_one()
+        )
+        await asyncio.sleep(0.3)
+        admin = make_url(postgres_url).set(drivername="postgresql")
+        with psycopg.connect(admin.render_as_string(hide_password=False), autocommit=True) as pg:
+            killed = pg.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid() "
+                "AND application_name = '' AND backend_type = 'client backend'"
+            ).fetchone()
+        assert killed is not None
+        assert killed[0] >= 1
+        # Every call after the kill succeeds, on fresh connections.
+        results = await asyncio.gather(
+            *(store.enqueue_turn(f"after-{i}", "t", TurnInput(text="hi")) for i in range(4))
+        )
+        assert all(created for _, created in results)
+        now = await store.run_sync(
+            lambda c: c.execute(text("SELECT pg_backend_pid()")).scalar_one()
+        )
+        assert now != mine
+    finally:
+        await store.close()
