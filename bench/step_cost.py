@@ -19,7 +19,7 @@ from sqlalchemy.engine import Connection
 from agent.events import TurnEvent
 from agent.runtime import Runtime
 from agent.scripted_model import ScriptedModel
-from agent.seams import ModelRequest, TurnStatus
+from agent.seams import TurnStatus
 from agent.turn_input import TurnInput
 from bench.raw_floor import FOOTPRINT, SYNCHRONOUS_NAMES
 from bench.timing import TurnTiming, from_marks
@@ -38,11 +38,10 @@ class EngineBench:
     def __init__(self, store: SqlStore, calls: int) -> None:
         self.store = store
         self.calls = calls
-        self.model = ScriptedModel(responder=responder(calls))
         # The scripted model logs every request for tests to inspect, and each request holds a
         # tuple of the whole transcript: kept for a turn, that is O(transcript) memory per step
         # for the garbage collector to walk, which no production model adapter does.
-        self.model.requests = _Unrecorded()
+        self.model = ScriptedModel(responder=responder(calls), keep_requests=False)
         # No recovery sweeper: nothing here needs recovering, and its polling would be noise.
         self.runtime = Runtime(store, self.model, agent=BENCH_AGENT)
 
@@ -105,13 +104,6 @@ class EngineBench:
             return int(row[0]), int(row[1])
 
         return await self.store.run_sync(count)
-
-
-class _Unrecorded(list[ModelRequest]):
-    """A request log that keeps nothing."""
-
-    def append(self, request: ModelRequest, /) -> None:
-        del request
 
 
 def _durability(conn: Connection) -> str:

@@ -40,7 +40,7 @@ async def _log(executor: ThreadExecutor) -> list[str]:
 async def _queued(executor: ThreadExecutor, count: int) -> None:
     """Wait until `count` jobs wait behind the running one (the queue is the executor's)."""
     for _ in range(500):
-        if executor._jobs.qsize() >= count:
+        if sum(len(lane) for lane in executor._lanes) >= count:
             return
         await asyncio.sleep(0.01)
     raise AssertionError("the jobs were never queued")
