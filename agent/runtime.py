@@ -14,6 +14,7 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Protocol
 
@@ -40,6 +41,18 @@ class Dispatcher(Protocol):
     ) -> None:
         """Tell every worker to signal the session's running turn (see `signal_cancel_here`)."""
         ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class _CancelNews:
+    reason: str
+    keep: str | None = None
+    only: str | None = None
+
+    def apply(self, runner: TurnRunner) -> None:
+        if runner.turn_id == self.keep or (self.only is not None and runner.turn_id != self.only):
+            return
+        runner.cancellation.cancel(self.reason)
 
 
 class Runtime:
@@ -75,6 +88,9 @@ class Runtime:
         self.clock = clock
         self._agents: dict[str, Agent] = {}
         self._running: dict[str, TurnRunner] = {}
+        self._unclaimed: dict[str, list[_CancelNews]] = {}
+        """Cancel news for a session whose next turn is being read: the read may predate the
+        durable cancel, and no runner is registered yet to hear the signal."""
         self._drains: dict[str, asyncio.Task[None]] = {}
         self._rekick: set[str] = set()
         self._changed = asyncio.Event()
@@ -217,12 +233,14 @@ class Runtime:
         self, key: str, reason: str, *, keep: str | None = None, only: str | None = None
     ) -> None:
         """The in-process half of `signal_cancel`: what a dispatcher calls on a worker."""
+        news = _CancelNews(reason=reason, keep=keep, only=only)
         runner = self._running.get(key)
-        if runner is None or runner.turn_id == keep:
+        if runner is None:
+            unclaimed = self._unclaimed.get(key)
+            if unclaimed is not None:
+                unclaimed.append(news)
             return
-        if only is not None and runner.turn_id != only:
-            return
-        runner.cancellation.cancel(reason)
+        news.apply(runner)
 
     def notify(self) -> None:
         self._changed.set()
@@ -287,7 +305,14 @@ class Runtime:
         try:
             transcript = await self.store.load_transcript(lease.session)
             while not self._closed:
-                turn = await self.store.next_turn(lease.session)
+                # A cancel committed after this read began is only known by its signal, which
+                # may arrive before the runner exists: keep it for the runner.
+                self._unclaimed[lease.session] = heard = []
+                try:
+                    turn = await self.store.next_turn(lease.session)
+                finally:
+                    if self._unclaimed.get(lease.session) is heard:
+                        del self._unclaimed[lease.session]
                 if turn is None:
                     return
                 if turn.kind == TurnKind.RESET:
@@ -310,6 +335,8 @@ class Runtime:
                 )
                 runner = TurnRunner(env, turn, transcript)
                 self._running[lease.session] = runner
+                for news in heard:
+                    news.apply(runner)
                 try:
                     await runner.run()
                 finally:

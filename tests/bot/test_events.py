@@ -144,6 +144,9 @@ async def test_follow_up_in_the_thread_and_direct_messages_start_turns(url, laun
     )
     assert (await app.slack.post_event(event)).status_code == 200
     await eventually(lambda: replies(standin, "D0ALICE") and idle(standin, "D0ALICE"))
-    # in a DM the thread status is available, so progress shows there
+    # in a DM the thread status is available, so progress shows there, and is cleared once the
+    # reply is done (just after the stream stops, so wait for it rather than race it)
     assert standin.statuses[0]["channel_id"] == "D0ALICE"
+    assert standin.statuses[0]["status"]
+    await eventually(lambda: standin.statuses[-1]["status"] == "", what="status cleared")
     assert json.dumps(standin.statuses[-1]["status"]) == '""'

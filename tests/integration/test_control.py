@@ -208,6 +208,59 @@ async def test_replace_storm_leaves_exactly_one_turn(store: SessionStore) -> Non
             assert started < superseded_at[turn_id], "a tool ran after its turn was superseded"
 
 
+class _ReadsBeforeTheCancel:
+    """A store whose `next_turn` answers with what it read before a replace committed: the
+    worker holds the turn's record, but its runner is not registered yet."""
+
+    def __init__(self, inner: SessionStore, turn_id: str) -> None:
+        self._inner = inner
+        self._turn_id = turn_id
+        self.read = asyncio.Event()
+        self.release = asyncio.Event()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def next_turn(self, session: str) -> Any:
+        record = await self._inner.next_turn(session)
+        if record is not None and record.turn_id == self._turn_id and not self.read.is_set():
+            self.read.set()
+            await self.release.wait()
+        return record
+
+
+async def test_a_replace_while_the_worker_reads_its_next_turn_still_stops_it(
+    store: SessionStore,
+) -> None:
+    ran: list[str] = []
+
+    @tool
+    async def work(ctx: ToolContext) -> str:
+        """Records which turn ran it."""
+        ran.append(ctx.turn_id)
+        return "worked"
+
+    agent = Agent(name="a", instructions="x", tools=[work])
+
+    def respond(request: Any, step: int) -> ScriptedReply:
+        if step % 2 == 0:
+            return ScriptedReply(tool_calls=[ToolCall(id=f"w{step}", name="work", input={})])
+        return ScriptedReply(text="finished")
+
+    slow = _ReadsBeforeTheCancel(store, "first")
+    async with _rt(slow, ScriptedModel(responder=respond), agent) as rt:  # type: ignore[arg-type]
+        session = rt.session(agent, "s1")
+        await session.start("message 1", turn_id="first")
+        await asyncio.wait_for(slow.read.wait(), 10)
+        await session.start("message 2", turn_id="second", replace=True)
+        slow.release.set()
+        first = await session.result("first")
+        second = await session.result("second")
+    assert (first.status, first.reason) == (TurnStatus.CANCELLED, "replaced")
+    assert second.status == TurnStatus.COMPLETED
+    assert ran == ["second"], "the superseded turn ran a tool"
+
+
 async def test_replace_never_cancels_a_parked_turn(store: SessionStore) -> None:
     agent = refund_agent()
     async with _rt(store, refund_model(), agent) as rt:
