@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.errors import AssemblyError
-from agent.hitl import AuthorizeAnswer
+from agent.errors import AssemblyError, ToolError
+from agent.hitl import AuthorizeAnswer, check_answerers
 from agent.policy import SurfacePolicy, TurnPolicy, build_policy, check_surfaces
 from agent.seams import ModelSettings
 from agent.tools import Tool
@@ -26,6 +26,9 @@ class Schedule:
     seed: str
     channel: str
     session: str | None = None
+    answerers: Mapping[str, Any] | None = None
+    """Who may answer what the scheduled turn asks (`{"user": id}` or `{"policy": p, "scope":
+    s}`): nobody spoke, so without this a park or a confirmation in the turn is refused."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,6 +56,13 @@ class Agent:
                     f"agent {self.name!r}: tool {t.name!r} is declared effect='write' with no "
                     "confirmation; declare confirmation='required' or 'capability'"
                 )
+        for schedule in self.schedules:
+            try:
+                check_answerers(schedule.answerers)
+            except ToolError as err:
+                raise AssemblyError(
+                    f"agent {self.name!r}: schedule {schedule.name!r}: {err}"
+                ) from None
         surfaces = {k: SurfacePolicy.of(v) for k, v in self.surfaces.items()}
         check_surfaces(self.name, surfaces, self.overlays, [t.name for t in self.tools])
         object.__setattr__(self, "tools", tuple(self.tools))

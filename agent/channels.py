@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from agent.agent_def import Agent
 from agent.errors import AgentError
 from agent.events import TERMINAL_EVENT_TYPES, TurnEvent
+from agent.hitl import WORKSPACE_KEYS
 from agent.turn_input import Trigger, TurnInput
 
 
@@ -59,10 +60,15 @@ async def receive(
     trigger: Mapping[str, str],
     session: str,
     turn_id: str | None = None,
+    answerers: Mapping[str, Any] | None = None,
 ) -> str:
     """Start a proactive turn and render it. The seed is stored as a `trigger` message
     attributed to `trigger["by"]`, so the transcript records that no human sent it. A
-    caller-supplied `turn_id` makes the trigger idempotent (a clock fires once per slot)."""
+    caller-supplied `turn_id` makes the trigger idempotent (a clock fires once per slot).
+
+    `answerers`: who may answer what the turn asks; without them it cannot park (nobody spoke,
+    so there is no speaker to default to). The target's `team` / `enterprise` are the
+    workspace answers must come from."""
     run_stream = getattr(ctx, "run_stream", None)
     if run_stream is None:
         raise AgentError("receive: the host cannot stream turns (no run_stream); turn not started")
@@ -70,7 +76,13 @@ async def receive(
     if deliver is None:
         raise AgentError("receive: the channel has no deliver(); turn not started")
     turn_input = TurnInput(
-        text=seed, trigger=Trigger(kind=trigger.get("kind", "proactive"), by=trigger["by"])
+        text=seed,
+        trigger=Trigger(
+            kind=trigger.get("kind", "proactive"),
+            by=trigger["by"],
+            answerers=dict(answerers) if answerers is not None else None,
+            context={k: str(target[k]) for k in WORKSPACE_KEYS if target.get(k)},
+        ),
     )
     tid = turn_id or uuid.uuid4().hex
     await deliver(target, run_stream(turn_input, session=session, turn_id=tid))

@@ -22,7 +22,7 @@ from agent.errors import (
     ResumeValidationError,
     ToolError,
 )
-from agent.turn_input import InboundEvent
+from agent.turn_input import TurnInput
 
 Answerers = Mapping[str, Any]
 """`{"user": id}` or `{"policy": name, "scope": scope}`; None means no restriction."""
@@ -47,18 +47,73 @@ def request_digest(
     return hashlib.sha256(body.encode()).hexdigest()
 
 
-def default_answerers(inbound: InboundEvent | None, *, what: str) -> Answerers | None:
-    """The turn's speaker, only when the channel attests it; no restriction without an inbound
-    event (programmatic and proactive turns drive their own resume)."""
-    if inbound is None:
+WORKSPACE_KEYS = ("team", "enterprise")
+"""What makes a user id mean one person: Slack user ids are unique within a workspace (and an
+Enterprise Grid org), so `{"user": id}` names somebody only inside the request's own workspace."""
+
+
+def default_answerers(turn_input: TurnInput | None, *, what: str) -> Answerers | None:
+    """Who answers when the tool names nobody.
+
+    - A message: its speaker, only when the channel attests it (otherwise anyone could answer
+      as them).
+    - A turn started by a trigger (a schedule, a proactive post): the trigger's answerers.
+      Nobody spoke, so "the speaker" does not exist and "anyone in the channel" is not an
+      answer: without answerers the turn cannot ask.
+    - A confirmation follow-up answered by the host itself (no `by`), or a turn started by host
+      code with neither: no restriction, since the host is trusted and drives its own resume.
+    """
+    inbound = turn_input.inbound if turn_input is not None else None
+    if inbound is not None:
+        if inbound.user is not None and inbound.user.attested:
+            return {"user": inbound.user.id}
+        raise ToolError(
+            f"cannot {what}: this turn's speaker is not attested by its channel, so anyone could "
+            "answer as them; name the answerers explicitly (answerers={'user': ...} or "
+            "{'policy': ..., 'scope': ...})"
+        )
+    trigger = turn_input.trigger if turn_input is not None else None
+    if trigger is None:
         return None
-    if inbound.user is not None and inbound.user.attested:
-        return {"user": inbound.user.id}
+    if trigger.answerers is not None:
+        return dict(trigger.answerers)
+    if trigger.kind == "confirmation":
+        return None
     raise ToolError(
-        f"cannot {what}: this turn's speaker is not attested by its channel, so anyone could "
-        "answer as them; name the answerers explicitly (answerers={'user': ...} or "
-        "{'policy': ..., 'scope': ...})"
+        f"cannot {what}: this turn was started by {trigger.by!r}, not by a person, so there is "
+        "no speaker to answer; name the answerers (answerers={'user': ...} or "
+        "{'policy': ..., 'scope': ...}) in the call, or in the schedule that starts the turn"
     )
+
+
+def workspace_of(turn_input: TurnInput | None) -> dict[str, str]:
+    """The workspace a turn belongs to: its message's, or for a triggered turn the one it
+    posts into; empty when the surface has no such notion."""
+    if turn_input is None:
+        return {}
+    if turn_input.inbound is not None:
+        context = turn_input.inbound.context
+    elif turn_input.trigger is not None:
+        context = turn_input.trigger.context
+    else:
+        return {}
+    return {key: str(context[key]) for key in WORKSPACE_KEYS if context.get(key)}
+
+
+def check_workspace(workspace: Mapping[str, str], principal: Mapping[str, Any] | None) -> None:
+    """Refuse an answerer from another workspace (or org) than the request's.
+
+    The same user id in another workspace is another person, so a click from there must not
+    answer, whatever the answerers say. No principal means host code answering, which is
+    trusted; a surface that verifies people passes their principal.
+    """
+    if principal is None:
+        return
+    for key, expected in workspace.items():
+        if principal.get(key) != expected:
+            raise ResumeAuthorizationError(
+                f"this request belongs to another {key}; only people in its own can answer it"
+            )
 
 
 def check_answerers(answerers: Answerers | None) -> None:

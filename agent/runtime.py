@@ -307,7 +307,8 @@ class Runtime:
             while not self._closed:
                 # A cancel committed after this read began is only known by its signal, which
                 # may arrive before the runner exists: keep it for the runner.
-                self._unclaimed[lease.session] = heard = []
+                heard: list[_CancelNews] = []
+                self._unclaimed[lease.session] = heard
                 try:
                     turn = await self.store.next_turn(lease.session)
                 finally:

@@ -255,6 +255,7 @@ class SessionStore(Protocol):
         expected_pending: JsonValue,
         answer_step: str,
         answer: JsonValue,
+        alongside: Callable[[StoreHandle], None] | None = None,
     ) -> None:
         """Apply an answer to a parked turn, atomically or not at all.
 
@@ -262,7 +263,8 @@ class SessionStore(Protocol):
         `expected_pending`, and no reset is queued; store `answer` as step `answer_step` of the
         turn, set the turn back to `queued` and the session to `running`, clear `pending`.
         Otherwise raise `ResumeConflictError` and change nothing. Of two racing resumes of the same
-        request exactly one succeeds.
+        request exactly one succeeds. `alongside`: as for `enqueue_turn`, the application's write
+        in the same transaction (run only when the answer is applied; if it raises, nothing is).
         """
         ...
 
@@ -289,12 +291,14 @@ class SessionStore(Protocol):
         follow_up: TurnInput,
         events: Sequence[TurnEvent],
         now: float,
+        alongside: Callable[[StoreHandle], None] | None = None,
     ) -> tuple[TurnRecord, list[TurnEvent]]:
         """Answer a pending confirmation and queue the turn that acts on the answer, atomically.
 
         Raises `ResumeConflictError` if it is not pending (answered already, unknown) and
         `SessionSuspendedError` if the session is parked; in both cases nothing changes.
-        `events` are appended to the session's log (numbered) in the same transaction.
+        `events` are appended to the session's log (numbered) in the same transaction, and
+        `alongside` (as for `enqueue_turn`) runs in it when the answer is applied.
         """
         ...
 

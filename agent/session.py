@@ -18,10 +18,12 @@ from agent.hitl import (
     ResumeRequest,
     answer_step_id,
     authorize,
+    check_workspace,
     issue_grant,
     pending_request,
     request_digest,
     validate_answer,
+    workspace_of,
 )
 from agent.messages import JsonValue, Message
 from agent.seams import (
@@ -163,14 +165,16 @@ class AgentSession:
         principal: Mapping[str, Any] | None = None,
         granted: Grant | None = None,
         digest: str | None = None,
+        alongside: Callable[[StoreHandle], None] | None = None,
     ) -> None:
         """Answer the parked request and let the turn replay.
 
         `by` must be an identity the host verified (a signed Slack click). Refusals change
         nothing: `ResumeConflictError` (wrong turn or input, not parked, already answered, or the
         request changed since `digest`), `ResumeAuthorizationError`, `ResumeValidationError`.
+        `alongside`: the host's write committed with the answer (see `start`), e.g. waking
+        whatever shows the turn, so the resumed turn can never be left unseen.
         """
-        del principal  # the hook saw it when the grant was issued
         session = await self._store.get_session(self.key)
         if session is None or session.status != SessionStatus.SUSPENDED or not session.pending:
             raise ResumeConflictError("the session is not parked (answered already, or reset)")
@@ -181,6 +185,7 @@ class AgentSession:
             raise ResumeConflictError(f"the pending request is {request['id']!r}, not {input_id!r}")
         if digest is not None and digest != request["digest"]:
             raise ResumeConflictError("the pending request is no longer the one answered")
+        check_workspace(parked_workspace(session.pending), principal)
         authorize(request.get("answerers"), by=by, granted=granted, digest=request["digest"])
         validate_answer(value, request.get("schema"))
         await self._store.resume_turn(
@@ -189,6 +194,7 @@ class AgentSession:
             expected_pending=session.pending,
             answer_step=answer_step_id(turn_id, input_id),
             answer=value,
+            alongside=alongside,
         )
         self.runtime.kick(self.key)
 
@@ -200,18 +206,21 @@ class AgentSession:
         by: str | None = None,
         principal: Mapping[str, Any] | None = None,
         granted: Grant | None = None,
+        alongside: Callable[[StoreHandle], None] | None = None,
     ) -> str:
         """Answer a proposed write; returns the id of the turn that acts on the answer.
 
         Accepted: that turn runs the stored call with exactly its stored arguments, then lets
-        the model report. Denied: the refusal is recorded and the model is told.
+        the model report. Denied: the refusal is recorded and the model is told. `alongside`:
+        as for `resume`.
         """
-        del principal
         record = await self._store.get_confirmation(self.key, confirmation_id)
         if record is None:
             raise ResumeConflictError(f"no confirmation {confirmation_id!r} on this session")
         if record.status != ConfirmationStatus.PENDING:
             raise ResumeConflictError(f"confirmation {confirmation_id!r} was answered already")
+        workspace = await proposal_workspace(self, record)
+        check_workspace(workspace, principal)
         authorize(record.answerers, by=by, granted=granted, digest=confirmation_digest(record))
         verb = "approved" if accepted else "denied"
         arguments = json.dumps(record.arguments, sort_keys=True)
@@ -221,7 +230,13 @@ class AgentSession:
         follow_up = f"confirm:{confirmation_id}"
         turn_input = TurnInput(
             text=text,
-            trigger=Trigger(kind="confirmation", by=by or "unknown"),
+            # Whatever the acting turn asks next goes to the person who confirmed.
+            trigger=Trigger(
+                kind="confirmation",
+                by=by or "unknown",
+                answerers={"user": by} if by else None,
+                context=workspace,
+            ),
             confirmation=ConfirmationAnswer(
                 confirmation_id=confirmation_id,
                 accepted=accepted,
@@ -246,6 +261,7 @@ class AgentSession:
             follow_up=turn_input,
             events=[resolved],
             now=self.runtime.clock(),
+            alongside=alongside,
         )
         for event in events:
             await self.runtime.hub.emit(event)
@@ -303,13 +319,17 @@ async def grant_answer(
     Its exceptions propagate (an HTTP surface answers 500 and applies nothing, so the same
     answer can be retried). Returns None when the hook says no or no policy applies.
     """
+    record = await session.runtime.store.get_session(session.key)
     pending = await session.pending()
     if (
-        pending is None
+        record is None
+        or pending is None
         or pending["turn_id"] != request.turn_id
         or pending["id"] != request.input_id
     ):
         raise ResumeConflictError("that request is not the one pending on this session")
+    # The hook is never asked about someone from another workspace.
+    check_workspace(parked_workspace(record.pending), request.principal)
     return await issue_grant(
         pending.get("answerers"),
         by=request.by,
@@ -331,6 +351,7 @@ async def grant_confirmation(
     record = await session.runtime.store.get_confirmation(session.key, confirmation_id)
     if record is None or record.status != ConfirmationStatus.PENDING:
         raise ResumeConflictError(f"confirmation {confirmation_id!r} is not pending")
+    check_workspace(await proposal_workspace(session, record), principal)
     return await issue_grant(
         record.answerers,
         by=by,
@@ -338,6 +359,26 @@ async def grant_confirmation(
         digest=confirmation_digest(record),
         authorize_answer=authorize_answer or session.agent.authorize_answer,
     )
+
+
+def parked_workspace(pending: Any) -> dict[str, str]:
+    """The workspace of the parked turn, saved with its checkpoint (older checkpoints: read off
+    the inbound event they saved)."""
+    if not isinstance(pending, dict):
+        return {}
+    saved = pending.get("workspace")
+    if isinstance(saved, dict):
+        return {str(k): str(v) for k, v in saved.items()}
+    inbound = pending.get("inbound")
+    if isinstance(inbound, dict):
+        return workspace_of(TurnInput(text="", inbound=InboundEvent.model_validate(inbound)))
+    return {}
+
+
+async def proposal_workspace(session: AgentSession, record: ConfirmationRecord) -> dict[str, str]:
+    """The workspace of the turn that proposed the write (a reset expires what it archives)."""
+    proposing = await session.runtime.store.get_turn(session.key, record.turn_id)
+    return workspace_of(proposing.input if proposing is not None else None)
 
 
 async def _call(callback: Observer, event: TurnEvent) -> None:

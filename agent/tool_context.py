@@ -22,7 +22,7 @@ from agent.hitl import (
 from agent.messages import JsonValue
 from agent.seams import StoreHandle
 from agent.signals import CancellationSignal, ParkTurn
-from agent.turn_input import InboundEvent, Speaker
+from agent.turn_input import InboundEvent, Speaker, TurnInput
 
 
 @dataclass(kw_only=True)
@@ -40,6 +40,8 @@ class ToolContext:
     """The turn's memoized steps; answers to parked requests live here under `input:…`."""
     facts: FactsView | None = None
     effects: EffectCoordinator | None = None
+    turn_input: TurnInput | None = None
+    """What opened the turn; decides who answers by default (`agent.hitl.default_answerers`)."""
 
     async def run_effect(
         self,
@@ -94,7 +96,10 @@ class ToolContext:
         chosen = (
             answerers
             if answerers is not None
-            else default_answerers(self.inbound, what="ask for input")
+            else default_answerers(
+                self.turn_input or (TurnInput.of(self.inbound) if self.inbound else None),
+                what="ask for input",
+            )
         )
         check_answerers(chosen)
         schema_json = dict(schema) if schema is not None else None

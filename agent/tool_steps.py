@@ -139,6 +139,7 @@ class ToolStepRunner:
             tool_name=tool.name,
             user=inbound.user if inbound else None,
             inbound=inbound,
+            turn_input=turn.turn.input,
             cancellation=turn.cancellation,
             local=tool.local,
             answers=turn.steps,
@@ -254,7 +255,7 @@ class ToolStepRunner:
         try:
             answerers: Mapping[str, Any] | None = tool.answerers
             if answerers is None:
-                answerers = default_answerers(turn.turn.input.inbound, what="ask for confirmation")
+                answerers = default_answerers(turn.turn.input, what="ask for confirmation")
             check_answerers(answerers)
         except ToolError as exc:
             await turn.commit(self._commit(anchor, call, None, describe_error(exc)))

@@ -32,8 +32,16 @@ class InboundEvent(_Frozen):
 
 
 class Trigger(_Frozen):
+    """Why a turn with no inbound message runs: a schedule, a proactive post, a person's answer
+    to a proposed write."""
+
     kind: str
     by: str
+    answerers: dict[str, Any] | None = None
+    """Who may answer what the turn asks. Nobody spoke, so there is no speaker to default to:
+    a proactive turn that parks without answerers (here or in the call) is refused."""
+    context: dict[str, Any] = Field(default_factory=dict)
+    """The workspace the turn posts into (`team`, `enterprise`), which answers must come from."""
 
 
 class ConfirmationAnswer(_Frozen):

@@ -27,6 +27,7 @@ from agent.events import (
     TurnFailed,
     TurnStarted,
 )
+from agent.hitl import workspace_of
 from agent.messages import (
     AssistantMessage,
     Message,
@@ -269,6 +270,7 @@ class TurnRunner:
             "opening_text": self.turn.input.text,
             "policy": self.policy.to_json(),
             "inbound": inbound.model_dump(mode="json") if inbound else None,
+            "workspace": workspace_of(self.turn.input),
         }
         result = TurnResult(turn_id=self.turn_id, status=TurnStatus.SUSPENDED, request=request)
         await self.commit(

@@ -1,9 +1,14 @@
 """A click on Approve or Deny: verify who may answer, apply the answer once, show who answered.
 
-The clicker's id comes from the signed payload (`body.user.id`), never from the button. Every
-refusal leaves the engine unchanged and tells only the clicker (ephemeral): a person not allowed
-to answer sees why and the buttons stay; a click on something no longer pending says so. Of two
-racing clicks the store lets exactly one through.
+The clicker's id and workspace come from the signed payload (`body.user`), never from the
+button. Every refusal leaves the engine unchanged and tells only the clicker (ephemeral): a person
+not allowed to answer (someone else, or the same user id in another workspace) sees why and the
+buttons stay; a button that does not match what is pending changes nothing; only a click on a
+request that is really gone (answered, reset) rewrites its message. Of two racing clicks the store
+lets exactly one through.
+
+The answer and the wake-up of the session's renderer commit in one transaction, so the resumed
+turn is always shown, whichever process runs it and whatever a renderer saw just before.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from agent import Agent, ResumeAuthorizationError, ResumeConflictError, ResumeError, Runtime
 from agent.errors import SessionSuspendedError
 from agent.hitl import ResumeRequest
-from agent.seams import ConfirmationStatus
+from agent.seams import ConfirmationStatus, SessionStatus
 from agent.session import grant_answer, grant_confirmation
 from bot.approvals import (
     NO_LONGER_PENDING,
@@ -28,13 +33,16 @@ from bot.approvals import (
     verdict_text,
 )
 from bot.slack_calls import SlackCallError, call
-from storage.delivery_store import DeliveryStore, PostUpdate
+from storage.delivery_store import DeliveryStore, Post, PostUpdate
 
 log = logging.getLogger(__name__)
 
 NOT_ALLOWED = "You can't answer this request: {why}"
 STALE = (
     "This request is no longer pending (it was answered already, or the conversation was reset)."
+)
+MISMATCH = (
+    "That button does not match the request waiting in this conversation; nothing was changed."
 )
 ALREADY = "This request was already answered."
 TRY_AGAIN = "I couldn't record your answer just now; nothing was changed. Please try again."
@@ -56,8 +64,9 @@ class Click:
         action = body["actions"][0]
         container = body.get("container") or {}
         user = str(body["user"]["id"])
-        team = (body.get("team") or {}).get("id") or body["user"].get("team_id")
-        enterprise = (body.get("enterprise") or {}).get("id")
+        # The clicker's own workspace identifies them (a user id means one person only there).
+        team = body["user"].get("team_id") or (body.get("team") or {}).get("id")
+        enterprise = (body.get("enterprise") or {}).get("id") or body["user"].get("enterprise_id")
         return cls(
             ref=ApprovalRef.decode(action["value"]),
             accepted=action["action_id"] == "agent_approve",
@@ -119,13 +128,15 @@ class AnswerHandler:
             await self.delivery.update_post(
                 PostUpdate(post_key=post.post_key, body=body_json), time.time()
             )
-        await self._show(click, verdict_text(click.accepted, click.user), body_json)
+        await self._show(click, verdict_text(click.accepted, click.user), body_json, post)
 
     async def _apply(self, session: Any, click: Click) -> None:
         ref = click.ref
-        # Rendering must be listening before the turn continues, or its first tokens are missed.
-        await self.delivery.mark_active(ref.session, time.time())
-        self.kick(ref.session)
+        wake = (
+            self.delivery.activation(ref.session, time.time())
+            if self.delivery.same_database
+            else None
+        )
         if ref.kind == "input":
             request = ResumeRequest(
                 turn_id=ref.turn_id, input_id=ref.ident, by=click.user, principal=click.principal
@@ -139,6 +150,7 @@ class AnswerHandler:
                 principal=click.principal,
                 granted=granted,
                 digest=ref.digest,
+                alongside=wake,
             )
         else:
             granted = await grant_confirmation(
@@ -150,12 +162,25 @@ class AnswerHandler:
                 by=click.user,
                 principal=click.principal,
                 granted=granted,
+                alongside=wake,
             )
+        # Listening before the drain the answer queued has run: its first tokens show live.
+        self.kick(ref.session)
+        if wake is None:
+            await self.delivery.mark_active(ref.session, time.time())
+            self.kick(ref.session)
 
     async def _stale(self, session: Any, click: Click) -> None:
-        """Not pending: say so; show the answer if we know it, else that it expired."""
+        """Not pending: say so; show the answer if we know it, else that it expired.
+
+        Only where the button is the clicked message's own and its request is really gone: a
+        value pointing elsewhere (another turn, session or request, an old digest) must not take
+        the buttons off a request that still waits, or the thread is stuck until a reset."""
         ref = click.ref
         post = await self.delivery.get_post(ref.post_key)
+        if not _shown_in(post, click) or not await self._gone(ref):
+            await self._ephemeral(click, MISMATCH)
+            return
         answered = (post.body.get("answered") if post else None) or await self._answer_of(
             session, ref
         )
@@ -166,10 +191,24 @@ class AnswerHandler:
         body = dict(post.body) if post else {}
         if isinstance(answered, dict):
             await self._show(
-                click, verdict_text(bool(answered["accepted"]), answered.get("by")), body
+                click, verdict_text(bool(answered["accepted"]), answered.get("by")), body, post
             )
         else:
-            await self._show(click, NO_LONGER_PENDING, body)
+            await self._show(click, NO_LONGER_PENDING, body, post)
+
+    async def _gone(self, ref: ApprovalRef) -> bool:
+        """Is the request this button was made for no longer waiting for anyone?"""
+        store = self.runtime.store
+        if ref.kind == "confirm":
+            record = await store.get_confirmation(ref.session, ref.ident)
+            return record is None or record.status != ConfirmationStatus.PENDING
+        session = await store.get_session(ref.session)
+        if session is None or session.status != SessionStatus.SUSPENDED:
+            return True
+        pending = session.pending if isinstance(session.pending, dict) else {}
+        request = pending.get("request")
+        waiting = request.get("id") if isinstance(request, dict) else None
+        return pending.get("turn_id") != ref.turn_id or waiting != ref.ident
 
     async def _answer_of(self, session: Any, ref: ApprovalRef) -> dict[str, Any] | str | None:
         store = self.runtime.store
@@ -182,15 +221,24 @@ class AnswerHandler:
         # Answered, but the winning click has not shown its verdict yet: leave that to it.
         return "racing" if f"input:{ref.turn_id}:{ref.ident}" in steps else None
 
-    async def _show(self, click: Click, verdict: str, body: dict[str, Any]) -> None:
+    async def _show(
+        self, click: Click, verdict: str, body: dict[str, Any], post: Post | None
+    ) -> None:
+        """Rewrite the request's own message (the one the renderer posted for it; the clicked
+        one only when the bot has no record of it)."""
         prompt = str(body.get("prompt") or "Approval request")
         blocks = answered_blocks(prompt, verdict)
+        channel, ts = (
+            (post.channel, post.ts)
+            if post is not None and post.ts
+            else (click.channel, click.message_ts)
+        )
         try:
             await call(
                 "chat.update",
                 lambda: self.client.chat_update(
-                    channel=click.channel,
-                    ts=click.message_ts,
+                    channel=channel,
+                    ts=ts,
                     text=f"{prompt}\n{verdict}",
                     blocks=blocks,
                 ),
@@ -208,3 +256,8 @@ class AnswerHandler:
             )
         except SlackCallError as err:
             log.warning("could not tell the clicker", extra={"code": err.code})
+
+
+def _shown_in(post: Post | None, click: Click) -> bool:
+    """The button value belongs to the clicked message: the bot posted that request there."""
+    return post is not None and post.ts == click.message_ts and post.channel == click.channel

@@ -86,7 +86,13 @@ class Clock:
         self.renderers.kick(key)
         session = self.runtime.session(self.agent, key)
         seed = TurnInput(
-            text=schedule.seed, trigger=Trigger(kind="proactive", by=f"cron:{schedule.name}")
+            text=schedule.seed,
+            trigger=Trigger(
+                kind="proactive",
+                by=f"cron:{schedule.name}",
+                answerers=dict(schedule.answerers) if schedule.answerers is not None else None,
+                context={"team": self.team},
+            ),
         )
         try:
             await session.start(seed, turn_id=turn_id)

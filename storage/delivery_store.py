@@ -247,6 +247,19 @@ class DeliveryStore:
     async def mark_active(self, session_key: str, now: float) -> None:
         await self._write(self._s.mark_active, {"b_key": session_key, "b_now": now})
 
+    def activation(self, session_key: str, now: float) -> Callable[[StoreHandle], None]:
+        """`mark_active` as a write for the engine's transaction that gives the session new work
+        (an answer, a confirmation; only where `same_database`). Committed with that work, it
+        makes a renderer that read the session as idle fail its `go_idle` and look again, and
+        makes the session's sweep find it after a crash, whichever process runs the turn."""
+        statement = self._s.mark_active
+        params = {"b_key": session_key, "b_now": now}
+
+        def write(handle: StoreHandle) -> None:
+            handle.unwrap().execute(statement, params)
+
+        return write
+
     async def get_target(self, session_key: str, *, urgent: bool = False) -> Target | None:
         """`urgent` on an ack's path (is the bot part of this thread?); see
         `TransactionExecutor.write`."""

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from agent.errors import ResumeConflictError, SessionSuspendedError, StepConflictError
@@ -46,8 +46,11 @@ def resolve_confirmation(
     answer: Rows,
     follow_up: Rows,
     new_events: Sequence[EventRow],
+    *,
+    before_write: Callable[[], None] = lambda: None,
 ) -> tuple[TurnRecord, int]:
-    """As `sql_ledgers.resolve_confirmation`: answer, queue the follow-up turn, log the events."""
+    """As `sql_ledgers.resolve_confirmation`: answer, queue the follow-up turn, log the events
+    (`before_write` runs once every check has passed)."""
     row = state.confirmations.get(confirmation_id) if state is not None else None
     if state is None or row is None or row["status"] != ConfirmationStatus.PENDING:
         raise ResumeConflictError(f"confirmation {confirmation_id!r} is not pending")
@@ -55,6 +58,7 @@ def resolve_confirmation(
         raise SessionSuspendedError(suspended_message(state.key, state.pending))
     if follow_up["turn_id"] in state.turns:
         raise ResumeConflictError(f"turn {follow_up['turn_id']!r} exists already")
+    before_write()
     row.update(answer)
     turn = {**follow_up, "id": ids.next("turns"), "generation": state.generation}
     state.turns[turn["turn_id"]] = turn

@@ -9,7 +9,7 @@ behind, as a rolled-back transaction would.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import count
 from typing import Any, NoReturn
@@ -150,6 +150,8 @@ def resume(
     expected_pending: JsonValue,
     answer_step: str,
     answer: JsonValue,
+    *,
+    before_write: Callable[[], None] = lambda: None,
 ) -> None:
     if (
         state is None
@@ -169,6 +171,7 @@ def resume(
         raise ResumeConflictError(f"turn {turn_id!r} is not the parked turn")
     if answer_step in state.steps:
         raise ResumeConflictError(f"step {answer_step!r} was answered already")
+    before_write()
     value = dump_json(answer)
     turn["status"] = TurnStatus.QUEUED.value
     state.steps[answer_step] = {

@@ -138,6 +138,7 @@ class MemoryStore:
         expected_pending: JsonValue,
         answer_step: str,
         answer: JsonValue,
+        alongside: Callable[[StoreHandle], None] | None = None,
     ) -> None:
         async with self._lock:
             ops.resume(
@@ -147,6 +148,7 @@ class MemoryStore:
                 expected_pending,
                 answer_step,
                 answer,
+                before_write=_run_alongside(alongside),
             )
 
     async def get_turn(self, session: str, turn_id: str) -> TurnRecord | None:
@@ -308,6 +310,7 @@ class MemoryStore:
         follow_up: TurnInput,
         events: Sequence[TurnEvent],
         now: float,
+        alongside: Callable[[StoreHandle], None] | None = None,
     ) -> tuple[TurnRecord, list[TurnEvent]]:
         rows = encode_events(session, events)
         answer = confirmation_answer(accepted, by, follow_up_turn, now)
@@ -316,7 +319,13 @@ class MemoryStore:
         )
         async with self._lock:
             record, last_seq = ledgers.resolve_confirmation(
-                self._sessions.get(session), self._ids, confirmation_id, answer, turn, rows
+                self._sessions.get(session),
+                self._ids,
+                confirmation_id,
+                answer,
+                turn,
+                rows,
+                before_write=_run_alongside(alongside),
             )
         return record, numbered(events, last_seq)
 
@@ -377,3 +386,14 @@ class MemoryStore:
     async def fact_history(self, session: str, key: str) -> list[FactRecord]:
         async with self._lock:
             return ledgers.fact_history(self._sessions.get(session), key)
+
+
+def _run_alongside(alongside: Callable[[StoreHandle], None] | None) -> Callable[[], None]:
+    """The application's write, run once every check has passed and before anything changes:
+    nothing here can be rolled back, so a failing write must come first."""
+
+    def run() -> None:
+        if alongside is not None:
+            alongside(NoHandle())
+
+    return run

@@ -148,14 +148,16 @@ class SqlStore:
         expected_pending: JsonValue,
         answer_step: str,
         answer: JsonValue,
+        alongside: Callable[[StoreHandle], None] | None = None,
     ) -> None:
         now = time.time()
-        await self._x.write(
-            lambda c: sql_turns.resume(
-                c, session, turn_id, expected_pending, answer_step, answer, now
-            ),
-            urgent=True,
-        )
+
+        def body(c: Connection) -> None:
+            sql_turns.resume(c, session, turn_id, expected_pending, answer_step, answer, now)
+            if alongside is not None:
+                run_local(c, alongside)
+
+        await self._x.write(body, urgent=True)
 
     async def get_turn(self, session: str, turn_id: str) -> TurnRecord | None:
         return await self._x.read(lambda c: sql_turns.get_turn(c, session, turn_id))
@@ -245,16 +247,21 @@ class SqlStore:
         follow_up: TurnInput,
         events: Sequence[TurnEvent],
         now: float,
+        alongside: Callable[[StoreHandle], None] | None = None,
     ) -> tuple[TurnRecord, list[TurnEvent]]:
         rows = encode_events(session, events)
         answer = confirmation_answer(accepted, by, follow_up_turn, now)
         turn = new_turn(
             session, follow_up_turn, follow_up.model_dump_json(), kind=TurnKind.TURN, now=now
         )
-        record, last_seq = await self._x.write(
-            lambda c: sql_ledgers.resolve_confirmation(c, confirmation_id, answer, turn, rows),
-            urgent=True,
-        )
+
+        def body(c: Connection) -> tuple[TurnRecord, int]:
+            resolved = sql_ledgers.resolve_confirmation(c, confirmation_id, answer, turn, rows)
+            if alongside is not None:
+                run_local(c, alongside)
+            return resolved
+
+        record, last_seq = await self._x.write(body, urgent=True)
         return record, numbered(events, last_seq)
 
     async def get_receipt(self, session: str, key: str) -> ReceiptRecord | None:

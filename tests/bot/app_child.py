@@ -2,7 +2,11 @@
 `PORT <n>`), and with `--crash stage:label` announces `AT stage:label` at that commit boundary
 and waits there to be SIGKILLed.
 
+`--role`: `one` is `bot serve` running the turns; `web` is `bot serve` with `RUN_TURNS=false`;
+`worker` is `bot worker` (no HTTP: it prints `PORT 0` once it is running).
+
     python -m tests.bot.app_child DATABASE_URL SLACK_API_URL SCRIPT [--crash after:model:1]
+        [--role one|web|worker]
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ async def main() -> int:
     parser.add_argument("api_url")
     parser.add_argument("script")
     parser.add_argument("--crash", default=None)
+    parser.add_argument("--role", choices=["one", "web", "worker"], default="one")
     args = parser.parse_args()
 
     def hook(stage: str, label: str) -> None:
@@ -48,15 +53,26 @@ async def main() -> int:
 
     inner = await SqlStore.open(args.url)
     bot = await open_bot(
-        settings_for(args.url, _Api(args.api_url)),  # type: ignore[arg-type]
+        settings_for(  # type: ignore[arg-type]
+            args.url, _Api(args.api_url), RUN_TURNS=args.role != "web"
+        ),
         agent=agents.AGENT,
         model=ScriptedModel(getattr(agents, args.script)),
         store=HookedStore(inner, hook),
         render_settings=RenderSettings(flush_interval=0.1, poll_interval=0.1, lease_ttl=1.0),
         runtime_options={"lease_ttl": 1.0, "recovery_interval": 0.2, "poll_interval": 0.05},
+        worker=args.role == "worker",
     )
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    if args.role == "worker":
+        await bot.start()
+        try:
+            _say("PORT 0")
+            await stop.wait()
+        finally:
+            await bot.close()
+        return 0
     async with BackgroundServer(bot.http_app()) as server:
         _say(f"PORT {server.port}")
         await stop.wait()

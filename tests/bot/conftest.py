@@ -11,7 +11,7 @@ from sqlalchemy import delete
 from bot.testing import SlackStandIn
 from storage.delivery_schema import DELIVERY_TABLES
 from storage.sql_dialects import dialect_for
-from tests.bot.harness import Running, start_bot
+from tests.bot.harness import ONE_PROCESS, WEB_AND_WORKER, Running, start_bot
 
 
 async def _empty_delivery_tables(url: str) -> None:
@@ -51,23 +51,24 @@ async def bots() -> AsyncIterator[list[Running]]:
             await bot.stop()
 
 
+@pytest.fixture(params=[ONE_PROCESS, WEB_AND_WORKER])
+def serving(request: pytest.FixtureRequest) -> str:
+    """Both ways users run the bot; a module opts in with
+    `pytestmark = pytest.mark.usefixtures("serving")` (approvals, crashes, rendering)."""
+    mode: str = request.param
+    return mode
+
+
 @pytest.fixture
-def launch(standin: SlackStandIn, bots: list[Running]) -> Callable[..., Awaitable[Running]]:
+def launch(
+    request: pytest.FixtureRequest, standin: SlackStandIn, bots: list[Running]
+) -> Callable[..., Awaitable[Running]]:
+    mode = request.getfixturevalue("serving") if "serving" in request.fixturenames else ONE_PROCESS
+
     async def launch(url: str, agent: Any, model: Any, **kwargs: Any) -> Running:
+        kwargs.setdefault("serving", mode)
         bot = await start_bot(url, standin, agent, model, **kwargs)
         bots.append(bot)
         return bot
 
     return launch
-
-
-@pytest.fixture
-async def url(request: pytest.FixtureRequest) -> str:
-    """One database for the flows that need not run on both: SQLite, or PostgreSQL when
-    BOT_TEST_BOT_DB=postgres."""
-    import os
-
-    kind = os.environ.get("BOT_TEST_BOT_DB", "sqlite")
-    chosen: str = request.getfixturevalue(f"{kind}_url")
-    await _empty_delivery_tables(chosen)
-    return chosen

@@ -1,5 +1,10 @@
 """The bot under test: served by uvicorn in this process, talking to the Slack stand-in over HTTP,
-driven by signed requests. Crash tests run it as a subprocess instead (`tests.bot.app_child`)."""
+driven by signed requests. Crash tests run it as a subprocess instead (`tests.bot.app_child`).
+
+Two serving modes, as users run them: `one-process` (`bot serve` running the turns) and
+`web+worker` (a web bot with `RUN_TURNS=false` that only verifies, queues and acks, plus a worker
+bot, opened as `bot worker` opens it, that finds the turns and renders them; each has its own
+engine, connections and renderers, so nothing passes between them but the database)."""
 
 from __future__ import annotations
 
@@ -21,6 +26,9 @@ from bot.testing.workspace import Message
 SECRET = "test-signing-secret"
 TOKEN = "xoxb-test-token-123456"
 FAST = RenderSettings(flush_interval=0.1, poll_interval=0.1, lease_ttl=2.0)
+ONE_PROCESS = "one-process"
+WEB_AND_WORKER = "web+worker"
+RUNTIME_OPTIONS = {"poll_interval": 0.05, "recovery_interval": 0.2, "lease_ttl": 2.0}
 
 
 def settings_for(url: str, standin: SlackStandIn, **extra: Any) -> Settings:
@@ -39,10 +47,20 @@ class Running:
     server: BackgroundServer
     slack: SlackDriver
     standin: SlackStandIn
+    worker: SlackBot | None = None
+    """In `web+worker` mode, the process that runs and renders the turns."""
 
     async def stop(self) -> None:
         await self.slack.aclose()
         await self.server.stop()
+        if self.worker is not None:
+            await self.worker.close()
+            self.worker = None
+
+    @property
+    def runner(self) -> SlackBot:
+        """The bot whose runtime runs the turns (the worker, where there is one)."""
+        return self.worker or self.bot
 
     def session(self, key: str) -> Any:
         return self.bot.runtime.session(self.bot.agent, key)
@@ -59,20 +77,41 @@ async def start_bot(
     *,
     render: RenderSettings = FAST,
     clock: Callable[[], float] | None = None,
+    serving: str = ONE_PROCESS,
     **extra: Any,
 ) -> Running:
     kwargs: dict[str, Any] = {"render_settings": render}
     if clock is not None:
         kwargs["clock"] = clock
-    bot = await open_bot(
-        settings_for(url, standin, **extra),
-        agent=agent,
-        model=model,
-        runtime_options={"poll_interval": 0.05, "recovery_interval": 0.2, "lease_ttl": 2.0},
-        **kwargs,
-    )
-    server = await BackgroundServer(bot.http_app()).start()
-    return Running(bot, server, SlackDriver(server.url, SECRET, standin=standin), standin)
+    worker: SlackBot | None = None
+    if serving == WEB_AND_WORKER:
+        extra = {**extra, "RUN_TURNS": False}
+        worker = await open_bot(
+            settings_for(url, standin, **{**extra, "RUN_TURNS": True}),
+            agent=agent,
+            model=model,
+            runtime_options=dict(RUNTIME_OPTIONS),
+            worker=True,
+            **kwargs,
+        )
+        await worker.start()
+    elif serving != ONE_PROCESS:
+        raise ValueError(f"unknown serving mode {serving!r}")
+    try:
+        bot = await open_bot(
+            settings_for(url, standin, **extra),
+            agent=agent,
+            model=model,
+            runtime_options=dict(RUNTIME_OPTIONS),
+            **kwargs,
+        )
+        server = await BackgroundServer(bot.http_app()).start()
+    except BaseException:
+        if worker is not None:
+            await worker.close()
+        raise
+    slack = SlackDriver(server.url, SECRET, standin=standin)
+    return Running(bot, server, slack, standin, worker)
 
 
 async def eventually(check: Callable[[], Any], within: float = 15.0, what: str = "") -> Any:

@@ -175,13 +175,13 @@ async def serving(env: dict[str, str], log: Path) -> AsyncIterator[asyncio.subpr
             await proc.wait()
 
 
-async def test_bot_serve_runs_web_concurrency_processes_on_one_port(url, standin, tmp_path):
+async def test_bot_serve_runs_web_concurrency_processes_on_one_port(db_url, standin, tmp_path):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     env = {
         **os.environ,
-        "DATABASE_URL": url,
+        "DATABASE_URL": db_url,
         "SLACK_BOT_TOKEN": TOKEN,
         "SLACK_SIGNING_SECRET": SECRET,
         "SLACK_API_URL": standin.api_url,
@@ -208,7 +208,7 @@ async def test_bot_serve_runs_web_concurrency_processes_on_one_port(url, standin
         await eventually(both_answer, within=60, what="two web processes")
         async with SlackDriver(base, SECRET, standin=standin) as slack:
             ts = await slack.mention("U0ALICE", "hello", channel=CHANNEL)
-        store = await SqlStore.open(url)
+        store = await SqlStore.open(db_url)
         try:
             turns = await store.list_turns(session_key("T0DEMO", CHANNEL, ts))
         finally:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from bot.approvals import NO_LONGER_PENDING
 from bot.inbound import session_key
 from tests.bot.agents import AGENT, BOSS, POLICY, REFUND, model
 from tests.bot.harness import approval, buttons, eventually, idle, replies
 
 CHANNEL = "C0APPR"
+pytestmark = pytest.mark.usefixtures("serving")
 
 
 async def parked(app, standin, script=REFUND, who="U0ALICE"):
@@ -120,3 +123,30 @@ async def test_a_policy_answerer_is_decided_by_authorize_answer(db_url, launch, 
     await eventually(lambda: any("manager said yes" in m.text for m in replies(standin, CHANNEL)))
     assert f"Approved by <@{BOSS}>" in message.text
     assert len(standin.ephemerals) == 1
+
+
+async def rendering_went_idle(app, key):
+    await eventually(
+        lambda: _inactive(app, key), what="the renderer went idle after posting the approval"
+    )
+
+
+async def _inactive(app, key):
+    target = await app.bot.delivery.get_target(key)
+    return target is not None and not target.active
+
+
+async def test_the_reply_after_approve_is_posted_when_rendering_had_gone_idle(
+    db_url, launch, standin
+):
+    """Hours later nobody is rendering the parked thread; the click must bring rendering back
+    for the resumed turn, whichever commits first: the click's wake-up or the resume."""
+    app = await launch(db_url, AGENT, model(REFUND))
+    ts, message = await parked(app, standin)
+    await rendering_went_idle(app, session_key("T0DEMO", CHANNEL, ts))
+    approve, _ = buttons(message)
+
+    await app.slack.click("U0ALICE", approve, channel=CHANNEL, message_ts=message.ts, thread_ts=ts)
+    await eventually(lambda: any("Refund done." in m.text for m in replies(standin, CHANNEL)))
+    await eventually(lambda: idle(standin, CHANNEL))
+    assert sum("Refund done." in m.text for m in replies(standin, CHANNEL)) == 1

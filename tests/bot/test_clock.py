@@ -27,10 +27,12 @@ def at(text: str) -> float:
     return datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp()
 
 
-async def test_two_clocks_fire_a_schedule_once_and_post_once(url, standin):
+async def test_two_clocks_fire_a_schedule_once_and_post_once(db_url, standin):
     model = ScriptedModel(by_opening={SEED: [ScriptedReply(text="Morning! All quiet.")]})
     bots = [
-        await open_bot(settings_for(url, standin), agent=AGENT, model=model, render_settings=FAST)
+        await open_bot(
+            settings_for(db_url, standin), agent=AGENT, model=model, render_settings=FAST
+        )
         for _ in range(2)
     ]
     try:

@@ -38,13 +38,13 @@ def test_missing_settings_are_listed_in_one_message(monkeypatch, tmp_path, capsy
     assert "SLACK_BOT_TOKEN" not in message
 
 
-async def test_logs_are_json_and_never_contain_the_token_or_the_secret(url, launch, standin):
+async def test_logs_are_json_and_never_contain_the_token_or_the_secret(db_url, launch, standin):
     buffer = io.StringIO()
     root = logging.getLogger()
     saved = (list(root.handlers), root.level)
     setup_logging(level="DEBUG", secrets=[TOKEN, SECRET], stream=buffer)
     try:
-        app = await launch(url, AGENT, model(SIMPLE))
+        app = await launch(db_url, AGENT, model(SIMPLE))
         logging.getLogger("bot.test").warning("token %s and %s", TOKEN, "xoxb-other-999-abc")
         await app.slack.mention("U0ALICE", "hello", channel="C0LOGS")
         await eventually(lambda: replies(standin, "C0LOGS") and idle(standin, "C0LOGS"))

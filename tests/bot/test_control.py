@@ -13,9 +13,9 @@ SLOW = ScriptedReply(text=[f"word{i} " for i in range(40)])
 QUICK = ScriptedReply(text=["Answer ", "to the second."])
 
 
-async def test_a_newer_message_supersedes_the_unfinished_reply(url, launch, standin):
+async def test_a_newer_message_supersedes_the_unfinished_reply(db_url, launch, standin):
     scripted = ScriptedModel(by_opening={"first": [SLOW], "second": [QUICK]}, delta_delay=0.1)
-    app = await launch(url, AGENT, scripted)
+    app = await launch(db_url, AGENT, scripted)
     ts = await app.slack.mention("U0ALICE", "first", channel=CHANNEL)
     await eventually(lambda: any("word2" in m.text for m in replies(standin, CHANNEL)))
 
@@ -33,8 +33,8 @@ async def test_a_newer_message_supersedes_the_unfinished_reply(url, launch, stan
     ]
 
 
-async def test_a_newer_message_never_cancels_a_parked_approval(url, launch, standin):
-    app = await launch(url, AGENT, model(REFUND))
+async def test_a_newer_message_never_cancels_a_parked_approval(db_url, launch, standin):
+    app = await launch(db_url, AGENT, model(REFUND))
     ts = await app.slack.mention("U0ALICE", "refund order 42", channel=CHANNEL)
     await eventually(lambda: approval(standin, CHANNEL))
     await app.slack.reply("U0ALICE", "are you there?", channel=CHANNEL, thread_ts=ts)
@@ -46,8 +46,10 @@ async def test_a_newer_message_never_cancels_a_parked_approval(url, launch, stan
     assert (await session.pending())["id"] == "approve-refund"
 
 
-async def test_the_slash_command_resets_the_thread_and_says_what_was_archived(url, launch, standin):
-    app = await launch(url, AGENT, model(SIMPLE))
+async def test_the_slash_command_resets_the_thread_and_says_what_was_archived(
+    db_url, launch, standin
+):
+    app = await launch(db_url, AGENT, model(SIMPLE))
     ts = await app.slack.mention("U0ALICE", "hello", channel=CHANNEL)
     await eventually(lambda: replies(standin, CHANNEL) and idle(standin, CHANNEL))
     key = session_key("T0DEMO", CHANNEL, ts)

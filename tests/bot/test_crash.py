@@ -4,57 +4,21 @@ posted twice. The bot runs as a real subprocess, killed with SIGKILL."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import signal
-import sys
-from collections.abc import AsyncIterator
-
-import pytest
 
 from bot.testing import SlackDriver
 from tests.bot.harness import SECRET, approval, eventually, idle, replies
+from tests.bot.processes import served, wait_line
 
 CHANNEL = "C0CRASH"
 
 
-@contextlib.asynccontextmanager
-async def child(
-    url: str, api_url: str, script: str, crash: str | None = None
-) -> AsyncIterator[tuple[asyncio.subprocess.Process, int]]:
-    argv = [sys.executable, "-m", "tests.bot.app_child", url, api_url, script]
-    if crash:
-        argv += ["--crash", crash]
-    proc = await asyncio.create_subprocess_exec(
-        *argv, stdout=asyncio.subprocess.PIPE, env={**os.environ, "PYTHONUNBUFFERED": "1"}
-    )
-    try:
-        assert proc.stdout is not None
-        line = (await asyncio.wait_for(proc.stdout.readline(), 30)).decode()
-        assert line.startswith("PORT "), line
-        yield proc, int(line.split()[1])
-    finally:
-        if proc.returncode is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                await asyncio.wait_for(proc.wait(), 10)
-            except TimeoutError:
-                proc.kill()
-                await proc.wait()
-
-
-async def wait_line(proc: asyncio.subprocess.Process, prefix: str) -> str:
-    assert proc.stdout is not None
-    while True:
-        line = (await asyncio.wait_for(proc.stdout.readline(), 30)).decode()
-        if not line:
-            pytest.fail(f"the child exited before printing {prefix!r}")
-        if line.startswith(prefix):
-            return line
-
-
-async def test_reply_posted_exactly_once_after_a_crash_following_the_model_step(url, standin):
-    async with child(url, standin.api_url, "SIMPLE", crash="after:model:1") as (proc, port):
+async def test_reply_posted_exactly_once_after_a_crash_following_the_model_step(
+    db_url, serving, standin
+):
+    async with served(serving, db_url, standin.api_url, "SIMPLE", crash="after:model:1") as (
+        proc,
+        port,
+    ):
         async with SlackDriver(f"http://127.0.0.1:{port}", SECRET, standin=standin) as slack:
             await slack.mention("U0ALICE", "hello", channel=CHANNEL)
         await wait_line(proc, "AT after:model:1")
@@ -62,7 +26,7 @@ async def test_reply_posted_exactly_once_after_a_crash_following_the_model_step(
         await proc.wait()
     assert not any("agent." in m.text for m in standin.bot_messages(CHANNEL))
 
-    async with child(url, standin.api_url, "SIMPLE"):
+    async with served(serving, db_url, standin.api_url, "SIMPLE"):
         await eventually(
             lambda: any("agent." in m.text for m in replies(standin, CHANNEL)), within=30
         )
@@ -72,16 +36,16 @@ async def test_reply_posted_exactly_once_after_a_crash_following_the_model_step(
     assert texts == ["Hello from the agent."]
 
 
-async def test_an_approval_posted_just_before_a_crash_is_not_posted_again(url, standin):
+async def test_an_approval_posted_just_before_a_crash_is_not_posted_again(db_url, serving, standin):
     standin.fail("chat.postMessage", "hang", applied=True)
-    async with child(url, standin.api_url, "REFUND") as (proc, port):
+    async with served(serving, db_url, standin.api_url, "REFUND") as (proc, port):
         async with SlackDriver(f"http://127.0.0.1:{port}", SECRET, standin=standin) as slack:
             await slack.mention("U0ALICE", "refund order 42", channel=CHANNEL)
         await eventually(lambda: approval(standin, CHANNEL), within=30)
         proc.kill()  # Slack has the message; the bot never learnt its ts
         await proc.wait()
 
-    async with child(url, standin.api_url, "REFUND") as (proc, port):
+    async with served(serving, db_url, standin.api_url, "REFUND") as (proc, port):
         await eventually(lambda: standin.calls_to("conversations.replies"), within=30)
         await asyncio.sleep(1.0)
         assert len([m for m in standin.bot_messages(CHANNEL) if m.blocks]) == 1

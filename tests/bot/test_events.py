@@ -58,8 +58,8 @@ async def test_retries_and_the_twin_message_event_are_one_turn_across_a_restart(
     assert [m.text for m in replies(standin, CHANNEL)] == ["Hello from the agent."]
 
 
-async def test_bad_signature_or_stale_timestamp_is_401_and_stores_nothing(url, launch, standin):
-    app = await launch(url, AGENT, model(SIMPLE))
+async def test_bad_signature_or_stale_timestamp_is_401_and_stores_nothing(db_url, launch, standin):
+    app = await launch(db_url, AGENT, model(SIMPLE))
     ts = app.slack.new_ts()
     event = app.slack.mention_event("U0ALICE", "hi", channel=CHANNEL, ts=ts)
     forged = await app.slack.post_event(event, secret="not-the-secret")
@@ -79,8 +79,8 @@ async def test_bad_signature_or_stale_timestamp_is_401_and_stores_nothing(url, l
     assert SECRET not in forged.text
 
 
-async def test_bots_edits_and_deletions_start_no_turn(url, launch, standin):
-    app = await launch(url, AGENT, model(SIMPLE))
+async def test_bots_edits_and_deletions_start_no_turn(db_url, launch, standin):
+    app = await launch(db_url, AGENT, model(SIMPLE))
     ts = await app.slack.mention("U0ALICE", "hi", channel=CHANNEL)
     await eventually(lambda: replies(standin, CHANNEL) and idle(standin, CHANNEL))
     key = session_key("T0DEMO", CHANNEL, ts)
@@ -130,8 +130,8 @@ async def test_bots_edits_and_deletions_start_no_turn(url, launch, standin):
     assert len(replies(standin, CHANNEL)) == 1
 
 
-async def test_follow_up_in_the_thread_and_direct_messages_start_turns(url, launch, standin):
-    app = await launch(url, AGENT, model(SIMPLE), REPLACE_IN_FLIGHT=False)
+async def test_follow_up_in_the_thread_and_direct_messages_start_turns(db_url, launch, standin):
+    app = await launch(db_url, AGENT, model(SIMPLE), REPLACE_IN_FLIGHT=False)
     ts = await app.slack.mention("U0ALICE", "hi", channel=CHANNEL)
     await eventually(lambda: replies(standin, CHANNEL) and idle(standin, CHANNEL))
     await app.slack.reply("U0ALICE", "and another thing", channel=CHANNEL, thread_ts=ts)

@@ -13,8 +13,8 @@ CHANNEL = "C0REDIS"
 REDIS = os.environ.get("BOT_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 
-async def test_bot_with_redis_url_attaches_the_dispatcher(url, launch, standin):  # type: ignore[no-untyped-def]
-    app = await launch(url, AGENT, model(SIMPLE), REDIS_URL=REDIS)
+async def test_bot_with_redis_url_attaches_the_dispatcher(db_url, launch, standin):  # type: ignore[no-untyped-def]
+    app = await launch(db_url, AGENT, model(SIMPLE), REDIS_URL=REDIS)
     ts = await app.slack.mention("U0ALICE", "hello?", channel=CHANNEL)
     await eventually(lambda: any("agent." in m.text for m in replies(standin, CHANNEL)))
     await eventually(lambda: idle(standin, CHANNEL))

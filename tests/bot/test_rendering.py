@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
+
 from bot.renderer import RenderSettings
 from tests.bot.agents import AGENT, GATE, GATED, SIMPLE, model
 from tests.bot.harness import eventually, idle, replies
 
 CHANNEL = "C0REND"
+pytestmark = pytest.mark.usefixtures("serving")
 
 
 class FakeClock:
@@ -19,10 +22,10 @@ class FakeClock:
         return self.now
 
 
-async def test_a_429_storm_still_delivers_the_final_text(url, launch, standin):
+async def test_a_429_storm_still_delivers_the_final_text(db_url, launch, standin):
     standin.fail("chat.startStream", "ratelimited", times=3, retry_after=1)
     standin.fail("chat.stopStream", "ratelimited", times=2, retry_after=1)
-    app = await launch(url, AGENT, model(SIMPLE))
+    app = await launch(db_url, AGENT, model(SIMPLE))
     await app.slack.mention("U0ALICE", "hello", channel=CHANNEL)
 
     await eventually(lambda: any("agent." in m.text for m in replies(standin, CHANNEL)), within=40)
@@ -35,13 +38,13 @@ async def test_a_429_storm_still_delivers_the_final_text(url, launch, standin):
     assert len(started) == 1
 
 
-async def test_a_long_turn_rolls_over_to_a_new_message(url, launch, standin):
+async def test_a_long_turn_rolls_over_to_a_new_message(db_url, launch, standin):
     GATE.clear()
     clock = FakeClock()
     render = RenderSettings(
         flush_interval=0.1, poll_interval=0.1, lease_ttl=2.0, stream_max_age=270
     )
-    app = await launch(url, AGENT, model(GATED), render=render, clock=clock)
+    app = await launch(db_url, AGENT, model(GATED), render=render, clock=clock)
     await app.slack.mention("U0ALICE", "do the long thing", channel=CHANNEL)
     await eventually(lambda: any("First part" in m.text for m in replies(standin, CHANNEL)))
     await eventually(lambda: "slow" in GATE)
@@ -59,9 +62,9 @@ async def test_a_long_turn_rolls_over_to_a_new_message(url, launch, standin):
     assert len(standin.calls_to("chat.stopStream")) == 2
 
 
-async def test_a_stream_slack_stopped_accepting_continues_with_chat_update(url, launch, standin):
+async def test_a_stream_slack_stopped_accepting_continues_with_chat_update(db_url, launch, standin):
     standin.fail("chat.stopStream", "not_in_streaming_state")
-    app = await launch(url, AGENT, model(SIMPLE))
+    app = await launch(db_url, AGENT, model(SIMPLE))
     await app.slack.mention("U0ALICE", "hello", channel=CHANNEL)
     await eventually(lambda: any("agent." in m.text for m in replies(standin, CHANNEL)))
     await eventually(lambda: standin.calls_to("chat.update"))
@@ -70,9 +73,9 @@ async def test_a_stream_slack_stopped_accepting_continues_with_chat_update(url, 
     assert reply.text.startswith("Hello from the agent.")
 
 
-async def test_where_streaming_is_refused_the_reply_is_posted_and_edited(url, launch, standin):
+async def test_where_streaming_is_refused_the_reply_is_posted_and_edited(db_url, launch, standin):
     standin.fail("chat.startStream", "error:not_allowed_token_type")
-    app = await launch(url, AGENT, model(SIMPLE))
+    app = await launch(db_url, AGENT, model(SIMPLE))
     await app.slack.mention("U0ALICE", "hello", channel=CHANNEL)
     await eventually(lambda: any("agent." in m.text for m in replies(standin, CHANNEL)))
     [reply] = replies(standin, CHANNEL)

@@ -1,0 +1,75 @@
+"""The bot as real processes (`tests.bot.app_child`), in either serving mode, for tests that
+SIGKILL the process running the turns."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+
+import pytest
+
+from tests.bot.harness import ONE_PROCESS, WEB_AND_WORKER
+
+Process = asyncio.subprocess.Process
+
+
+@contextlib.asynccontextmanager
+async def spawn(
+    role: str, db_url: str, api_url: str, script: str, crash: str | None = None
+) -> AsyncIterator[tuple[Process, int]]:
+    """One child process; yields it and its HTTP port (0 for a worker), stops it on exit."""
+    argv = [sys.executable, "-m", "tests.bot.app_child", db_url, api_url, script, "--role", role]
+    if crash:
+        argv += ["--crash", crash]
+    proc = await asyncio.create_subprocess_exec(
+        *argv, stdout=asyncio.subprocess.PIPE, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+    )
+    try:
+        line = await wait_line(proc, "PORT ")
+        yield proc, int(line.split()[1])
+    finally:
+        await stop(proc)
+
+
+@contextlib.asynccontextmanager
+async def served(
+    serving: str, db_url: str, api_url: str, script: str, crash: str | None = None
+) -> AsyncIterator[tuple[Process, int]]:
+    """The bot in `serving` mode; yields the process that runs the turns (the one to kill) and
+    the port Slack posts to."""
+    if serving == ONE_PROCESS:
+        async with spawn("one", db_url, api_url, script, crash) as (proc, port):
+            yield proc, port
+    elif serving == WEB_AND_WORKER:
+        async with (
+            spawn("web", db_url, api_url, script) as (_, port),
+            spawn("worker", db_url, api_url, script, crash) as (worker, _),
+        ):
+            yield worker, port
+    else:
+        raise ValueError(f"unknown serving mode {serving!r}")
+
+
+async def stop(proc: Process) -> None:
+    if proc.returncode is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            await asyncio.wait_for(proc.wait(), 10)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+
+
+async def wait_line(proc: Process, prefix: str, within: float = 30) -> str:
+    assert proc.stdout is not None
+    async with asyncio.timeout(within):
+        while True:
+            line = (await proc.stdout.readline()).decode()
+            if not line:
+                pytest.fail(f"the child exited before printing {prefix!r}")
+            if line.startswith(prefix):
+                return line
