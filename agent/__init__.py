@@ -59,6 +59,7 @@ from agent.messages import (
     UserMessage,
 )
 from agent.policy import SurfacePolicy
+from agent.redaction import Redactor
 from agent.runtime import Dispatcher, Runtime
 from agent.scripted_model import ScriptedModel, ScriptedReply
 from agent.seams import (
@@ -133,6 +134,7 @@ __all__ = [
     "ReceiptRecord",
     "ReceiptStatus",
     "RecordingSink",
+    "Redactor",
     "ResetResult",
     "ResumeAuthorizationError",
     "ResumeConflictError",

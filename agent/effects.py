@@ -31,6 +31,8 @@ from agent.tools import Tool, to_json_value
 if TYPE_CHECKING:
     from agent.turn_loop import TurnEnv
 
+MAX_RECEIPT_ERROR_CHARS = 500
+
 
 @dataclass(frozen=True, kw_only=True)
 class EffectAuthority:
@@ -137,6 +139,10 @@ class EffectCoordinator:
         )
         return await self._call(receipt, fn)
 
+    def _error(self, text: str) -> str:
+        """A receipt's error is stored and shown to operators: scrubbed, then cut."""
+        return self._env.redact(text)[:MAX_RECEIPT_ERROR_CHARS]
+
     def _authority(self, receipt: ReceiptRecord) -> EffectAuthority:
         return EffectAuthority(
             idempotency_key=receipt.key, receipt_id=receipt.receipt_id, signal=self._signal
@@ -166,12 +172,11 @@ class EffectCoordinator:
         try:
             value = to_json_value(await fn(self._authority(receipt)))
         except EffectNotAppliedError as exc:
-            await self._settle(receipt, ReceiptStatus.FAILED, error=str(exc)[:500])
+            await self._settle(receipt, ReceiptStatus.FAILED, error=self._error(str(exc)))
             raise
         except BaseException as exc:
-            await self._settle(
-                receipt, ReceiptStatus.UNCERTAIN, error=f"{type(exc).__name__}: {exc}"[:500]
-            )
+            error = self._error(f"{type(exc).__name__}: {exc}")
+            await self._settle(receipt, ReceiptStatus.UNCERTAIN, error=error)
             raise _uncertain(receipt.key, receipt.receipt_id) from exc
         settled = await self._settle(receipt, ReceiptStatus.COMPLETED, value=value)
         return Effect(value=value, receipt=settled)
@@ -193,7 +198,7 @@ class EffectCoordinator:
             await self._settle(
                 receipt,
                 ReceiptStatus.FAILED,
-                error=f"reconciled: not applied ({exc})"[:500],
+                error=self._error(f"reconciled: not applied ({exc})"),
                 from_statuses=(ReceiptStatus.UNCERTAIN,),
             )
             raise

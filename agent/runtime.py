@@ -13,13 +13,14 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Protocol
 
 from agent.agent_def import Agent
 from agent.errors import LeaseLostError, TurnNotFoundError
+from agent.redaction import Redactor
 from agent.seams import EventSink, Lease, SessionStore, TurnKind, TurnStatus
 from agent.sinks import EventHub
 from agent.turn_loop import TurnEnv, TurnRunner
@@ -71,11 +72,14 @@ class Runtime:
         clock: Callable[[], float] = time.time,
         run_turns: bool = True,
         max_concurrent_sessions: int = 32,
+        secrets: Iterable[str] = (),
     ) -> None:
         """`run_turns=False` makes a runtime that only queues (a web process leaving turns to
         workers, which find them through their recovery sweep). `max_concurrent_sessions` caps
         the sessions whose turns run at once in this process, so a burst waits its turn instead
-        of exhausting the database pool."""
+        of exhausting the database pool. `secrets`: values (API keys, tokens, passwords) scrubbed
+        from every tool error and failure before it is stored or shown to the model; well-known
+        token shapes are scrubbed without being listed."""
         self.store = store
         self.model = model
         self.default_agent = agent
@@ -100,6 +104,7 @@ class Runtime:
         self._slots = asyncio.Semaphore(max_concurrent_sessions)
         self._dispatcher: Dispatcher | None = None
         self._telling: set[asyncio.Task[None]] = set()
+        self.redact = Redactor(secrets)
 
     # lifecycle ----------------------------------------------------------------------------
 
@@ -333,6 +338,7 @@ class Runtime:
                     lease=lease,
                     ttl=self.lease_ttl,
                     clock=self.clock,
+                    redact=self.redact,
                 )
                 runner = TurnRunner(env, turn, transcript)
                 self._running[lease.session] = runner

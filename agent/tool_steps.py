@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -16,12 +17,15 @@ from agent.events import ActionCompleted, ActionRequested, ConfirmationRequested
 from agent.facts import FactsView
 from agent.hitl import check_answerers, default_answerers
 from agent.messages import AssistantMessage, ToolCall, ToolMessage
+from agent.redaction import is_database_error
 from agent.seams import ConfirmationRecord, StepCommit, StoreHandle
 from agent.tool_context import ToolContext
-from agent.tools import Tool, describe_error, to_json_value
+from agent.tools import Tool, database_error_detail, describe_error, to_json_value
 
 if TYPE_CHECKING:
     from agent.turn_loop import TurnRunner
+
+log = logging.getLogger(__name__)
 
 
 class TurnFailure(Exception):
@@ -111,13 +115,13 @@ class ToolStepRunner:
                     f"AssemblyError: this turn parked in tool {call.name!r}, which the agent no "
                     "longer offers; it cannot resume"
                 )
-            error = describe_error(UnknownToolError(f"no tool named {call.name!r}"))
+            error = self._describe(UnknownToolError(f"no tool named {call.name!r}"), call)
             await turn.commit(self._commit(anchor, call, None, error))
             return
         try:
             arguments = tool.parse_input(call.input)
         except Exception as exc:
-            await turn.commit(self._commit(anchor, call, None, describe_error(exc)))
+            await turn.commit(self._commit(anchor, call, None, self._describe(exc, call)))
             return
         if tool.confirmation == "required" and not self._is_confirmed(call):
             await self._propose(anchor, call, tool)
@@ -125,6 +129,19 @@ class ToolStepRunner:
             await self._local(anchor, call, tool, arguments)
         else:
             await self._remote(anchor, call, tool, arguments)
+
+    def _describe(self, exc: BaseException, call: ToolCall) -> str:
+        """The error as the model, the store and Slack may see it: scrubbed of the runtime's
+        secrets; a database error reduced to its class, its SQL and parameters logged instead."""
+        redact = self.turn.env.redact
+        if is_database_error(exc):
+            log.warning(
+                "tool %s failed with a database error (turn %s):\n%s",
+                call.name,
+                self.turn.turn_id,
+                database_error_detail(exc, redact=redact),
+            )
+        return describe_error(exc, redact=redact)
 
     def _context(self, anchor: int, call: ToolCall, tool: Tool, handle: StoreHandle) -> ToolContext:
         turn = self.turn
@@ -222,10 +239,10 @@ class ToolStepRunner:
                 env.lease, run, build, env.ttl, env.clock()
             )
         except FatalToolError as exc:
-            raise TurnFailure(describe_error(exc)) from None
+            raise TurnFailure(self._describe(exc, call)) from None
         except _ToolRaised as raised:
             # its writes were rolled back with the transaction; the model reads the error
-            error = describe_error(raised.original)
+            error = self._describe(raised.original, call)
             await self.turn.commit(self._commit(anchor, call, None, error))
             return
         self.turn.applied(build(value))
@@ -240,9 +257,9 @@ class ToolStepRunner:
             value = to_json_value(outcome)
             _check_write_was_coordinated(tool, ctx, value)
         except FatalToolError as exc:
-            raise TurnFailure(describe_error(exc)) from None
+            raise TurnFailure(self._describe(exc, call)) from None
         except Exception as exc:
-            await self.turn.commit(self._commit(anchor, call, None, describe_error(exc)))
+            await self.turn.commit(self._commit(anchor, call, None, self._describe(exc, call)))
             return
         facts = await ctx.facts.records(self.turn.env.clock()) if ctx.facts else []
         await self.turn.commit(self._commit(anchor, call, value, None, facts=facts))
@@ -258,7 +275,7 @@ class ToolStepRunner:
                 answerers = default_answerers(turn.turn.input, what="ask for confirmation")
             check_answerers(answerers)
         except ToolError as exc:
-            await turn.commit(self._commit(anchor, call, None, describe_error(exc)))
+            await turn.commit(self._commit(anchor, call, None, self._describe(exc, call)))
             return
         confirmation_id = f"{turn.turn_id}:{call.id}"
         arguments = json.dumps(call.input, sort_keys=True)

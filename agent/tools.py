@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, get_type_hints, overload
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_type_hints, overload
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic_core import to_jsonable_python
 
+from agent.redaction import Redactor, is_database_error
 from agent.seams import ToolSpec
 
 if TYPE_CHECKING:
@@ -27,6 +29,9 @@ Effect = Literal["read", "write"]
 Confirmation = Literal["none", "required", "capability"]
 
 MAX_ERROR_CHARS = 2000
+DATABASE_ERROR = "a database error; details are in the logs"
+SHAPES_ONLY = Redactor()
+"""Scrubs the well-known credential shapes; a runtime adds the values it was configured with."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -171,9 +176,13 @@ def tool(
     return wrap(fn) if fn is not None else wrap
 
 
-def describe_error(exc: BaseException) -> str:
-    """`Class: message` (plain `Exception` keeps only the message), cut, never a stack."""
-    if isinstance(exc, ValidationError):
+def describe_error(exc: BaseException, *, redact: Callable[[str], str] = SHAPES_ONLY) -> str:
+    """`Class: message` (plain `Exception` keeps only the message), never a stack, scrubbed of
+    secrets before it is cut (a cut secret's head would match nothing). A database error is only
+    its class: its SQL and parameters are for the log (see `database_error_detail`)."""
+    if is_database_error(exc):
+        text = f"{type(exc).__name__}: {DATABASE_ERROR}"
+    elif isinstance(exc, ValidationError):
         parts = [
             f"{'.'.join(str(p) for p in err['loc']) or 'input'}: {err['msg']}"
             for err in exc.errors(include_url=False)
@@ -182,7 +191,12 @@ def describe_error(exc: BaseException) -> str:
     else:
         message = str(exc)
         text = message if type(exc) is Exception else f"{type(exc).__name__}: {message}"
-    return text[:MAX_ERROR_CHARS]
+    return redact(text)[:MAX_ERROR_CHARS]
+
+
+def database_error_detail(exc: BaseException, *, redact: Callable[[str], str] = SHAPES_ONLY) -> str:
+    """What the model is not shown of a database error, for the operator's log, scrubbed too."""
+    return redact("".join(traceback.format_exception(exc)))
 
 
 def to_json_value(value: Any) -> Any:

@@ -54,7 +54,7 @@ from agent.seams import (
 )
 from agent.signals import CancellationSignal, CancelTurn, ParkTurn
 from agent.tool_steps import ToolStepRunner, TurnFailure
-from agent.tools import describe_error
+from agent.tools import SHAPES_ONLY, describe_error
 from agent.turn_result import TurnResult
 
 log = logging.getLogger(__name__)
@@ -73,6 +73,8 @@ class TurnEnv:
     lease: Lease
     ttl: float
     clock: Callable[[], float]
+    redact: Callable[[str], str] = SHAPES_ONLY
+    """Scrubs secrets from every error text before it is stored, emitted or shown to the model."""
 
 
 class TurnRunner:
@@ -233,6 +235,7 @@ class TurnRunner:
         return result
 
     async def _fail(self, message: str) -> TurnResult:
+        message = self.env.redact(message)  # every failure passes here: the one place to scrub
         result = TurnResult(turn_id=self.turn_id, status=TurnStatus.FAILED, error=message)
         event = TurnFailed(session=self.session, turn_id=self.turn_id, error=message)
         return await self._end(result, event)
@@ -327,12 +330,13 @@ class TurnRunner:
                     else:
                         reply = event
         except ModelError as exc:
-            raise TurnFailure(describe_error(exc)) from None
+            raise TurnFailure(describe_error(exc, redact=self.env.redact)) from None
         except CancelTurn:
             raise
         except Exception as exc:
             log.exception("model adapter raised an unmapped error")
-            raise TurnFailure(describe_error(ModelError(str(exc) or type(exc).__name__))) from None
+            error = ModelError(str(exc) or type(exc).__name__)
+            raise TurnFailure(describe_error(error, redact=self.env.redact)) from None
         if reply is None:
             raise TurnFailure("ModelError: the model stream ended without a reply")
         return reply
@@ -351,7 +355,7 @@ class TurnRunner:
             error = AbnormalStopError(
                 f"the model stopped with {reply.stop_reason!r} and an empty reply"
             )
-            raise TurnFailure(describe_error(error))
+            raise TurnFailure(describe_error(error, redact=self.env.redact))
         events: list[TurnEvent] = [
             MessageCompleted(
                 session=self.session, turn_id=self.turn_id, index=index, text=message.text

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from storage.redis_dispatch import RedisDispatcher
 
 from agent import Agent, Runtime
+from agent.redaction import password_in_url
 from agent.seams import SessionStore
 from bot.answers import AnswerHandler
 from bot.heap import freeze_startup_heap
@@ -225,6 +226,13 @@ def build_model(settings: Settings) -> Any:
     )
 
 
+def engine_secrets(settings: Settings) -> list[str]:
+    """What the engine scrubs from tool errors: every configured credential, and the passwords in
+    the database and Redis URLs (a driver's error may quote them on their own)."""
+    passwords = (password_in_url(settings.database_url), password_in_url(settings.redis_url))
+    return [*settings.secrets(), *(p for p in passwords if p)]
+
+
 async def open_bot(
     settings: Settings,
     *,
@@ -262,6 +270,7 @@ async def open_bot(
         model if model is not None else build_model(settings),
         agent=chosen,
         run_turns=settings.run_turns,
+        secrets=engine_secrets(settings),
         **options,
     )
     return SlackBot(

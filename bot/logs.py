@@ -1,33 +1,31 @@
 """Structured logs: one JSON object per line, with every secret scrubbed before it is written.
 
 Scrubbing happens in a filter on the root handler, so a token that ends up in a message by any
-route (an SDK's debug line, an exception's text, an `extra` field) is replaced all the same.
+route (an SDK's debug line, an exception's text, an `extra` field) is replaced all the same. The
+credential shapes are the engine's (`agent.redaction`), so a log line and a tool error the model
+reads are scrubbed alike.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import re
 import sys
 import time
 from collections.abc import Iterable
 from typing import Any
 
-TOKEN_PATTERN = re.compile(r"\b(xox[abposr]|xapp|sk-ant)-[A-Za-z0-9-_]+")
-REDACTED = "[redacted]"
+from agent.redaction import Redactor as TextRedactor
+
+LOG_MIN_SECRET_CHARS = 6
+"""Shorter than the engine's minimum: a log line mangled by over-redaction costs nobody much."""
 _STANDARD = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime"}
 
 
 class Redactor(logging.Filter):
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         super().__init__()
-        self.secrets = [s for s in secrets if len(s) >= 6]
-
-    def scrub(self, text: str) -> str:
-        for secret in self.secrets:
-            text = text.replace(secret, REDACTED)
-        return TOKEN_PATTERN.sub(REDACTED, text)
+        self.scrub = TextRedactor(secrets, min_length=LOG_MIN_SECRET_CHARS)
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = self.scrub(record.getMessage())
