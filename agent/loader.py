@@ -6,10 +6,12 @@ files an operator can read and review:
       instructions.<source>.md   overlay for turns from that source (e.g. instructions.slack.md)
       agent.py                   name, surfaces, authorize_answer, schedules, model (all optional)
       tools/*.py                 modules whose module-level `@tool` objects become the tools
+      *.py                       helpers the others import relatively (`from ..payments import x`)
 """
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
 import logging
 import sys
@@ -37,6 +39,17 @@ def _load_module(path: Path, name: str) -> ModuleType:
     except Exception as exc:
         raise AssemblyError(f"{path}: {type(exc).__name__}: {exc}") from exc
     return module
+
+
+def _register_package(name: str, folder: Path) -> None:
+    """Make `name` a package over `folder`, so an agent's modules can share helpers by relative
+    import without the directory being on `sys.path`. Stale submodules from an earlier load of
+    the same directory are dropped, so a reload sees the files as they are now."""
+    for loaded in [m for m in sys.modules if m == name or m.startswith(f"{name}.")]:
+        del sys.modules[loaded]
+    spec = importlib.machinery.ModuleSpec(name, None, is_package=True)
+    spec.submodule_search_locations = [str(folder)]
+    sys.modules[name] = importlib.util.module_from_spec(spec)
 
 
 def _tools_in(folder: Path, package: str) -> list[Tool]:
@@ -67,6 +80,8 @@ def load_agent(path: str | Path, *, emitted_sources: Iterable[str] | None = None
         for p in sorted(root.glob("instructions.*.md"))
     }
     package = f"_agent_{abs(hash(root.resolve()))}"
+    _register_package(package, root)
+    _register_package(f"{package}.tools", root / "tools")
     settings: dict[str, Any] = {}
     if (root / "agent.py").is_file():
         module = _load_module(root / "agent.py", f"{package}.agent")

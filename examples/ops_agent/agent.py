@@ -1,16 +1,22 @@
 """The example ops agent `bot serve` runs by default (AGENT_DIR points elsewhere to replace it).
 
-`authorize_answer` decides `{"policy": ...}` answerers: here the refund approvers are listed in
-OPS_REFUND_APPROVERS (Slack user ids); a real app could check a Slack user group with the
-principal's team and user ids instead.
+Refunds: `issue_refund` is a confirmed write. Whoever asked for the refund approves it, unless
+`OPS_REFUND_APPROVERS` (comma-separated Slack user ids) is set: then only those people may, and
+the confirmation names the `refund-approvers` policy, which `authorize_answer` below decides (a
+real app could check a Slack user group with the principal's team and user ids instead). The
+refund goes to `payments.py`, a stand-in for a payment provider, in the bot's database.
+Settings are read once, when the agent is loaded (see `config.py`).
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from agent.agent_def import Schedule
+
+from .config import REFUND_POLICY, OpsConfig
+
+_config = OpsConfig()
 
 name = "ops"
 
@@ -21,15 +27,14 @@ schedules = [
         name="daily",
         cron="0 9 * * 1-5",
         seed="Good morning! Summarize yesterday's open orders and pending refunds for the team.",
-        channel=os.environ.get("OPS_CHANNEL", "C0OPS"),
+        channel=_config.channel,
     )
 ]
 
 
 async def authorize_answer(request: dict[str, Any]) -> bool:
     """May this person answer a `{"policy": "refund-approvers"}` request?"""
-    if request.get("policy") != "refund-approvers":
+    if request.get("policy") != REFUND_POLICY:
         return False
-    approvers = {u.strip() for u in os.environ.get("OPS_REFUND_APPROVERS", "").split(",") if u}
     principal = request.get("principal") or {}
-    return principal.get("user") in approvers
+    return principal.get("user") in _config.refund_approvers

@@ -1,26 +1,64 @@
-"""A remote tool that parks the turn until a refund approver answers (Approve / Deny in Slack).
+"""A confirmed write: the model proposes the refund, a person approves it, and only then is the
+payment provider called, through `ctx.run_effect`, with an idempotency key it honours.
 
-Everything before `request_input` runs again when the turn resumes, so the refund itself comes
-after the answer. It is at-least-once, so the provider call carries an idempotency key.
+Who approves: by default the person who asked (the turn's attested speaker; the engine picks
+them because `answerers` is left None). With `OPS_REFUND_APPROVERS` set (comma-separated Slack
+user ids), the listed people instead, through the `refund-approvers` policy that
+`authorize_answer` in `agent.py` decides. The list is read when the agent is loaded.
+
+The provider is `payments.py`, a stand-in that records refunds in `ops_refunds`; no money moves.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
-from agent import ToolContext, tool
+from agent import EffectAuthority, EffectNotAppliedError, ToolContext, tool
+
+from ..config import OpsConfig
+from ..payments import PaymentsStandIn, dollars
+
+_config = OpsConfig()
 
 
-@tool
+@tool(effect="write", confirmation="required", answerers=_config.refund_answerers)
 async def issue_refund(order_id: str, amount: float, ctx: ToolContext) -> dict[str, Any]:
-    """Refund an order once a refund approver agrees."""
-    approved = await ctx.request_input(
-        id="approve-refund",
-        prompt=f"Approve a ${amount:.2f} refund on order {order_id}?",
-        schema={"type": "boolean"},
-        answerers={"policy": "refund-approvers", "scope": "refunds"},
+    """Refund part or all of what an order was paid, in dollars (a person approves it first)."""
+    amount_cents = round(amount * 100)
+
+    def provider_key(authority: EffectAuthority) -> str:
+        # The receipt key is unique within the session; the provider's keys are global.
+        return f"{ctx.session}/{authority.idempotency_key}"
+
+    async def pay(authority: EffectAuthority) -> dict[str, Any]:
+        async with PaymentsStandIn.open(_config.database_url) as payments:
+            return await payments.refund(
+                order_id=order_id,
+                amount_cents=amount_cents,
+                idempotency_key=provider_key(authority),
+            )
+
+    async def reconcile(authority: EffectAuthority) -> dict[str, Any]:
+        async with PaymentsStandIn.open(_config.database_url) as payments:
+            found = await payments.find(provider_key(authority))
+        # "Not there" is safe to act on even if a stalled worker's call lands later: any retry
+        # sends the same key, and the provider pays once per key.
+        if found is None:
+            raise EffectNotAppliedError("the payments provider has no refund under this key")
+        return found
+
+    # One refund per approved proposal: the approval's turn is the business operation.
+    effect = await ctx.run_effect(
+        f"refund:{ctx.turn_id}:{order_id}",
+        pay,
+        payload={"order_id": order_id, "amount_cents": amount_cents},
+        reconcile=reconcile,
     )
-    if approved is not True:
-        return {"refunded": False, "order_id": order_id}
-    # A real payment call goes here, keyed on f"refund:{ctx.turn_id}:{order_id}".
-    return {"refunded": True, "order_id": order_id, "amount": amount}
+    # The value `pay` (or `reconcile`) returned, stored with the receipt as JSON.
+    receipt = cast(dict[str, Any], effect.value)
+    return {
+        "refunded": dollars(amount_cents),
+        "order_id": order_id,
+        "refund_id": receipt["refund_id"],
+        "provider": "the example's payments stand-in (no real money moved)",
+    }

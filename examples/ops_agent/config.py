@@ -1,0 +1,39 @@
+"""The example's settings, read the way the bot reads its own (the environment, then `.env`)
+once, when the agent is loaded, so the tools and `authorize_answer` agree on them.
+
+- `DATABASE_URL`: where the payments stand-in keeps its refunds. The same variable (and default)
+  as the bot's, so the stand-in uses the bot's own database, whose `ops_refunds` and
+  `ops_orders` tables `bot db upgrade` creates (migration 0003).
+- `OPS_REFUND_APPROVERS`: comma-separated Slack user ids. Unset, whoever asked for a refund
+  approves it; set, only these people do (the asker included only if listed).
+- `OPS_CHANNEL`: where the daily summary is posted.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from bot.settings import DEFAULT_DATABASE_URL
+
+REFUND_POLICY = "refund-approvers"
+
+
+class OpsConfig(BaseSettings):
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore", populate_by_name=True)
+
+    database_url: str = Field(default=DEFAULT_DATABASE_URL, alias="DATABASE_URL")
+    refund_approvers_list: str = Field(default="", alias="OPS_REFUND_APPROVERS")
+    channel: str = Field(default="C0OPS", alias="OPS_CHANNEL")
+
+    @property
+    def refund_approvers(self) -> frozenset[str]:
+        return frozenset(u.strip() for u in self.refund_approvers_list.split(",") if u.strip())
+
+    @property
+    def refund_answerers(self) -> dict[str, str] | None:
+        """Who confirms a refund: None lets the engine ask the attested requester; a listed
+        set of approvers turns it into the policy `authorize_answer` decides."""
+        if not self.refund_approvers:
+            return None
+        return {"policy": REFUND_POLICY, "scope": "refunds"}
