@@ -40,11 +40,14 @@ class SlackDriver:
         api_app_id: str = "A0DEMO",
         path: str = "/slack/events",
         timeout: float = 10.0,
+        enterprise_id: str | None = None,
     ) -> None:
         self.url = app_url.rstrip("/") + path
         self.secret = signing_secret
         self.standin = standin
         self.team_id = team_id
+        self.enterprise_id = enterprise_id
+        """Set for a workspace of an Enterprise Grid org: events and clicks then name it."""
         self.bot_user_id = bot_user_id
         self.api_app_id = api_app_id
         self.http = httpx.AsyncClient(timeout=timeout)
@@ -83,7 +86,7 @@ class SlackDriver:
         )
 
     def envelope(self, event: dict[str, Any], *, event_id: str | None = None) -> dict[str, Any]:
-        return {
+        envelope: dict[str, Any] = {
             "token": "legacy-verification-token",
             "team_id": self.team_id,
             "api_app_id": self.api_app_id,
@@ -93,7 +96,7 @@ class SlackDriver:
             "event_time": int(time.time()),
             "authorizations": [
                 {
-                    "enterprise_id": None,
+                    "enterprise_id": self.enterprise_id,
                     "team_id": self.team_id,
                     "user_id": self.bot_user_id,
                     "is_bot": True,
@@ -102,6 +105,9 @@ class SlackDriver:
             ],
             "is_ext_shared_channel": False,
         }
+        if self.enterprise_id:
+            envelope["enterprise_id"] = self.enterprise_id
+        return envelope
 
     async def post_event(
         self,
@@ -227,11 +233,15 @@ class SlackDriver:
         thread_ts: str | None = None,
         response_url: str = "https://hooks.slack.invalid/actions/1",
         enterprise_id: str | None = None,
+        team_id: str | None = None,
     ) -> httpx.Response:
-        """Click a Block Kit button (a dict as found in the posted message's blocks)."""
+        """Click a Block Kit button (a dict as found in the posted message's blocks), as `user`
+        of this driver's workspace, or of `team_id` / `enterprise_id` when given."""
+        team = team_id or self.team_id
+        enterprise_id = enterprise_id or self.enterprise_id
         payload = {
             "type": "block_actions",
-            "user": {"id": user, "username": user.lower(), "team_id": self.team_id},
+            "user": {"id": user, "username": user.lower(), "team_id": team},
             "api_app_id": self.api_app_id,
             "token": "legacy-verification-token",
             "container": {
@@ -242,7 +252,7 @@ class SlackDriver:
                 "thread_ts": thread_ts,
             },
             "trigger_id": f"{next(self._ids)}.trigger",
-            "team": {"id": self.team_id, "domain": "demo"},
+            "team": {"id": team, "domain": "demo"},
             "enterprise": {"id": enterprise_id} if enterprise_id else None,
             "is_enterprise_install": False,
             "channel": {"id": channel, "name": "demo"},

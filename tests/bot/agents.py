@@ -5,7 +5,15 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from agent import Agent, ScriptedModel, ScriptedReply, ToolCall, ToolContext, tool
+from agent import (
+    Agent,
+    ScriptedModel,
+    ScriptedReply,
+    ToolCall,
+    ToolContext,
+    TriggerMessage,
+    tool,
+)
 
 BOSS = "U0BOSS"
 
@@ -58,10 +66,26 @@ async def wait_for_gate(name: str) -> dict[str, Any]:
     return {"opened": name}
 
 
+HOLDS: list[dict[str, Any]] = []
+"""Every hold the provider placed: a confirmed write must land here exactly once."""
+
+
+@tool(effect="write", confirmation="required")
+async def place_hold(order_id: str, ctx: ToolContext) -> dict[str, Any]:
+    """Put an order on hold (a write the requester confirms)."""
+
+    async def hold(authority: Any) -> dict[str, Any]:
+        HOLDS.append({"order_id": order_id, "key": authority.idempotency_key})
+        return {"held": order_id}
+
+    effect = await ctx.run_effect(f"hold:{order_id}", hold, payload={"order_id": order_id})
+    return dict(effect.value)
+
+
 AGENT = Agent(
     name="test-ops",
     instructions="Help with orders.",
-    tools=[lookup_order, issue_refund, escalate, wait_for_gate],
+    tools=[lookup_order, issue_refund, escalate, wait_for_gate, place_hold],
     authorize_answer=managers_only,
 )
 
@@ -97,3 +121,20 @@ GATED = [
 
 def model(script: list[ScriptedReply], **kwargs: Any) -> ScriptedModel:
     return ScriptedModel(script, **kwargs)
+
+
+def hold_model() -> ScriptedModel:
+    """Proposes a hold on order 42; the turn acting on the answer reports it."""
+
+    def respond(request: Any, step: int) -> ScriptedReply:
+        opening = next(m for m in reversed(request.messages) if m.role in ("user", "trigger"))
+        if isinstance(opening, TriggerMessage):
+            return ScriptedReply(text="Hold placed.")
+        if step == 0:
+            return ScriptedReply(
+                text="Proposing a hold.",
+                tool_calls=[ToolCall(id="c_hold", name="place_hold", input={"order_id": "42"})],
+            )
+        return ScriptedReply(text="The hold waits for your confirmation.")
+
+    return ScriptedModel(responder=respond)

@@ -28,6 +28,7 @@ from agent.seams import (
     SessionStatus,
     SessionStore,
     StepCommit,
+    StoreHandle,
     TurnRecord,
     TurnStatus,
 )
@@ -86,7 +87,10 @@ async def _proposed(store: SessionStore) -> Lease:
 
 
 async def _answer(
-    store: SessionStore, accepted: bool = True, by: str = "U1"
+    store: SessionStore,
+    accepted: bool = True,
+    by: str = "U1",
+    alongside: Callable[[StoreHandle], None] | None = None,
 ) -> tuple[TurnRecord, list[TurnEvent]]:
     follow_up = TurnInput(
         text=f"{by} answered",
@@ -110,8 +114,32 @@ async def _answer(
         follow_up=follow_up,
         events=[event],
         now=NOW + 60,
+        alongside=alongside,
     )
     return record, list(events)
+
+
+async def test_an_application_write_commits_with_the_answer_or_not_at_all(
+    store: SessionStore,
+) -> None:
+    """`alongside` runs once, only when the answer is applied; if it raises, nothing is."""
+    await _proposed(store)
+    calls: list[str] = []
+
+    def failing(handle: StoreHandle) -> None:
+        calls.append("failing")
+        raise RuntimeError("the application's write failed")
+
+    with pytest.raises(RuntimeError):
+        await _answer(store, alongside=failing)
+    assert (await store.get_confirmation(S, "t1:c1")) == PROPOSAL
+    assert await store.get_turn(S, "confirm:t1:c1") is None
+
+    await _answer(store, alongside=lambda handle: calls.append("applied"))
+    with pytest.raises(ResumeConflictError):
+        await _answer(store, alongside=lambda handle: calls.append("again"))
+    assert calls == ["failing", "applied"]
+    assert (await store.get_turn(S, "confirm:t1:c1")) is not None
 
 
 async def test_a_committed_confirmation_reads_back_as_proposed(store: SessionStore) -> None:

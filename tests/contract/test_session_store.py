@@ -13,7 +13,13 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, func, select, text
 
-from agent.errors import FatalToolError, LeaseLostError, SessionSuspendedError, StepConflictError
+from agent.errors import (
+    FatalToolError,
+    LeaseLostError,
+    ResumeConflictError,
+    SessionSuspendedError,
+    StepConflictError,
+)
 from agent.events import ActionCompleted, MessageDelta, TurnCancelled, TurnCompleted, TurnStarted
 from agent.messages import AssistantMessage, TextBlock, ToolMessage, UserMessage
 from agent.seams import (
@@ -584,3 +590,79 @@ async def test_alongside_does_not_run_when_a_parked_session_refuses_the_turn(
     await store.enqueue_turn(S, "t1", TurnInput(text="hi"), alongside=probe)
     assert probe.calls == 1
     assert await probe.committed() in (1, None)
+
+
+async def _parked_on_t1(store: SessionStore) -> dict[str, Any]:
+    lease = await _queued_with_lease(store)
+    pending = {"turn_id": "t1", "input_id": "approve"}
+    await store.commit(
+        lease,
+        StepCommit(
+            turn_id="t1",
+            turn_status=TurnStatus.SUSPENDED,
+            session_status=SessionStatus.SUSPENDED,
+            set_pending=True,
+            pending=pending,
+        ),
+        TTL,
+        NOW,
+    )
+    await store.release_lease(lease)
+    return pending
+
+
+async def test_alongside_commits_with_an_applied_answer(
+    store: SessionStore, probe_table: None
+) -> None:
+    """What the host records about an answer (e.g. that the thread must be rendered again)
+    exists exactly when the answer does."""
+    pending = await _parked_on_t1(store)
+    probe = _Probe(store)
+    await store.resume_turn(
+        S,
+        "t1",
+        expected_pending=pending,
+        answer_step="input:t1:approve",
+        answer=True,
+        alongside=probe,
+    )
+    assert probe.calls == 1
+    assert await probe.committed() in (1, None)
+    assert (await store.get_turn(S, "t1")).status is TurnStatus.QUEUED
+
+    # A second answer conflicts: its write does not run.
+    with pytest.raises(ResumeConflictError):
+        await store.resume_turn(
+            S,
+            "t1",
+            expected_pending=pending,
+            answer_step="input:t1:approve",
+            answer=False,
+            alongside=probe,
+        )
+    assert probe.calls == 1
+    assert await probe.committed() in (1, None)
+
+
+async def test_a_failing_alongside_write_applies_no_answer(
+    store: SessionStore, probe_table: None
+) -> None:
+    pending = await _parked_on_t1(store)
+    probe = _Probe(store, fail=True)
+    with pytest.raises(RuntimeError, match="application's write failed"):
+        await store.resume_turn(
+            S,
+            "t1",
+            expected_pending=pending,
+            answer_step="input:t1:approve",
+            answer=True,
+            alongside=probe,
+        )
+    assert (await store.get_turn(S, "t1")).status is TurnStatus.SUSPENDED
+    assert "input:t1:approve" not in await store.load_steps(S, "t1")
+    assert await probe.committed() in (0, None)
+    # The same answer applies normally afterwards.
+    await store.resume_turn(
+        S, "t1", expected_pending=pending, answer_step="input:t1:approve", answer=True
+    )
+    assert (await store.get_turn(S, "t1")).status is TurnStatus.QUEUED

@@ -1,0 +1,122 @@
+"""Answers nobody can forge and clicks that cannot strand a thread: the same user id from another
+workspace or org is another person, and a button that does not match what is pending changes
+nothing, on both databases and in both serving modes."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from bot.approvals import ApprovalRef
+from bot.inbound import session_key
+from tests.bot.agents import AGENT, HOLDS, REFUND, hold_model, model
+from tests.bot.harness import approval, buttons, eventually, idle, replies
+
+CHANNEL = "C0SAFE"
+pytestmark = pytest.mark.usefixtures("serving")
+
+
+async def parked(app, standin, text="refund order 42"):
+    ts = await app.slack.mention("U0ALICE", text, channel=CHANNEL)
+    message = await eventually(lambda: approval(standin, CHANNEL))
+    await eventually(lambda: idle(standin, CHANNEL))
+    return ts, message
+
+
+def has_buttons(message) -> bool:
+    return any(b["type"] == "actions" for b in message.blocks or [])
+
+
+async def click(app, button, message, ts, user="U0ALICE", **identity):
+    response = await app.slack.click(
+        user, button, channel=CHANNEL, message_ts=message.ts, thread_ts=ts, **identity
+    )
+    assert response.status_code == 200
+
+
+async def test_the_same_user_id_from_another_workspace_cannot_approve(db_url, launch, standin):
+    app = await launch(db_url, AGENT, model(REFUND))
+    ts, message = await parked(app, standin)
+    approve, deny = buttons(message)
+
+    for button in (approve, deny):
+        await click(app, button, message, ts, team_id="T0OTHER")
+    await eventually(lambda: len(standin.ephemerals) == 2)
+    assert all("can't answer" in e["text"] for e in standin.ephemerals)
+    assert has_buttons(message)
+    session = app.session(session_key("T0DEMO", CHANNEL, ts))
+    assert (await session.pending())["id"] == "approve-refund"
+
+    await click(app, approve, message, ts)  # the requester, from her own workspace
+    await eventually(lambda: any("Refund done." in m.text for m in replies(standin, CHANNEL)))
+    assert "Approved by <@U0ALICE>" in message.text
+
+
+async def test_the_same_user_from_another_enterprise_org_cannot_approve(db_url, launch, standin):
+    app = await launch(db_url, AGENT, model(REFUND))
+    app.slack.enterprise_id = "E0ORG"
+    ts, message = await parked(app, standin)
+    approve, _ = buttons(message)
+
+    await click(app, approve, message, ts, enterprise_id="E0ELSEWHERE")
+    await eventually(lambda: standin.ephemerals)
+    assert "can't answer" in standin.ephemerals[0]["text"]
+    assert has_buttons(message)
+
+    await click(app, approve, message, ts)
+    await eventually(lambda: any("Refund done." in m.text for m in replies(standin, CHANNEL)))
+
+
+async def test_a_confirmation_from_another_workspace_runs_nothing(db_url, launch, standin):
+    HOLDS.clear()
+    app = await launch(db_url, AGENT, hold_model())
+    ts, message = await parked(app, standin, "put order 42 on hold")
+    approve, _ = buttons(message)
+
+    await click(app, approve, message, ts, team_id="T0OTHER")
+    await eventually(lambda: standin.ephemerals)
+    assert "can't answer" in standin.ephemerals[0]["text"]
+    assert has_buttons(message)
+    assert HOLDS == []
+
+    await click(app, approve, message, ts)
+    await eventually(lambda: any("Hold placed." in m.text for m in replies(standin, CHANNEL)))
+    assert [h["order_id"] for h in HOLDS] == ["42"]
+
+
+def _forged(button, **changes):
+    ref = ApprovalRef.decode(button["value"])
+    return {**button, "value": dataclasses.replace(ref, **changes).encode()}
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"turn_id": "T0DEMO:C0SAFE:1.000001"},
+        {"session": "slack:T0DEMO:C0SAFE:1.000001"},
+        {"ident": "approve-something-else"},
+        {"digest": "0" * 64},
+        {"kind": "confirm"},
+    ],
+    ids=["other-turn", "other-session", "other-request", "old-digest", "other-kind"],
+)
+async def test_a_button_that_does_not_match_the_pending_request_strands_nothing(
+    db_url, launch, standin, changes
+):
+    app = await launch(db_url, AGENT, model(REFUND))
+    ts, message = await parked(app, standin)
+    approve, _ = buttons(message)
+    edits = message.edited
+
+    await click(app, _forged(approve, **changes), message, ts)
+    await eventually(lambda: standin.ephemerals)
+    assert "does not match" in standin.ephemerals[0]["text"]
+    assert message.edited == edits
+    assert has_buttons(message)
+    session = app.session(session_key("T0DEMO", CHANNEL, ts))
+    assert (await session.pending())["id"] == "approve-refund"
+
+    await click(app, approve, message, ts)  # the real request still answers
+    await eventually(lambda: any("Refund done." in m.text for m in replies(standin, CHANNEL)))
+    assert "Approved by <@U0ALICE>" in message.text
