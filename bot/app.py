@@ -1,8 +1,12 @@
 """The running bot: engine, delivery, renderers and Bolt, wired once and served over HTTP.
 
-`/slack/events` checks the request before Bolt sees it (a bad signature or a stale timestamp is a
-401 and nothing is stored; a body that cannot be parsed is a 400), and never lets Bolt's "no
-listener" 404 reach Slack, which would only make Slack send the same request again.
+`/slack/events` checks the request before Bolt sees it, so that no input is a 5xx (Slack retries a
+5xx, so bad input would fail again and again) and none is stored:
+- a missing, malformed or stale timestamp or signature is a 401, decided before the body is read;
+- a body that is not UTF-8, or (signed) not a JSON object, is a 400;
+- a signed payload of a shape Slack never sends (`bot.payload_shape`) is a 200 that does nothing.
+Bolt's "no listener" 404 never reaches Slack either, which would only make it send the request
+again. No answer repeats what the request held.
 """
 
 from __future__ import annotations
@@ -15,9 +19,8 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
-from slack_bolt.async_app import AsyncApp
-from slack_bolt.request.internals import parse_body
+from slack_bolt.adapter.starlette.async_handler import to_starlette_response
+from slack_bolt.async_app import AsyncApp, AsyncBoltRequest
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 from starlette.applications import Starlette
@@ -34,8 +37,10 @@ from agent.seams import SessionStore
 from bot.answers import AnswerHandler
 from bot.heap import freeze_startup_heap
 from bot.listeners import ACKS_IN_FLIGHT, Listeners
+from bot.payload_shape import problem as payload_problem
 from bot.render_pool import RendererPool
 from bot.renderer import RenderSettings
+from bot.request_checks import headers_well_formed, parse_payload, utf8
 from bot.settings import Settings
 from bot.slack_calls import make_client
 from storage import SqlStore
@@ -92,6 +97,7 @@ class SlackBot:
             answers=self.answers,
             replace_in_flight=settings.replace_in_flight,
             reset_command=settings.reset_command,
+            max_inbound_chars=settings.max_inbound_chars,
             acks_in_flight=None if runtime.run_turns else ACKS_IN_FLIGHT,
         )
         self.bolt = AsyncApp(
@@ -104,7 +110,6 @@ class SlackBot:
             logger=logging.getLogger("slack_bolt"),
         )
         self.listeners.register(self.bolt)
-        self._handler = AsyncSlackRequestHandler(self.bolt)
         self._started = False
         self._dispatcher: RedisDispatcher | None = None
         self._serving: asyncio.Task[None] | None = None
@@ -143,25 +148,53 @@ class SlackBot:
     # HTTP ----------------------------------------------------------------------------------
 
     async def slack_events(self, request: Request) -> Response:
-        body = await request.body()
+        """Slack's requests, checked before Bolt sees them (see the module docstring): no input
+        makes this a 5xx, which Slack would only send again; only a failure to queue the work
+        (the database) is one, so that Slack does retry it."""
         headers = request.headers
-        if not self.verifier.is_valid(
-            body,
-            headers.get("x-slack-request-timestamp", ""),
-            headers.get("x-slack-signature", ""),
-        ):
-            return JSONResponse({"error": "invalid signature or stale timestamp"}, status_code=401)
-        try:
-            parsed = parse_body(body.decode("utf-8"), headers.get("content-type"))
-        except (ValueError, UnicodeDecodeError):
-            return JSONResponse({"error": "malformed body"}, status_code=400)
-        if not isinstance(parsed, dict):
-            return JSONResponse({"error": "malformed body"}, status_code=400)
-        response = await self._handler.handle(request)
+        timestamp = headers.get("x-slack-request-timestamp")
+        signature = headers.get("x-slack-signature")
+        if not headers_well_formed(timestamp, signature):
+            return _refused()
+        body = await request.body()
+        text = utf8(body)
+        if text is None:
+            log.info("a request body that is not UTF-8: answered 400")
+            return _malformed()
+        if not self.verifier.is_valid(text, timestamp, signature):
+            return _refused()
+        payload = parse_payload(text, headers.get("content-type"))
+        if payload is None:
+            log.info("a signed request whose body is not a JSON object: answered 400")
+            return _malformed()
+        reason = payload_problem(payload)
+        bolt_request = None if reason else self._bolt_request(request, text)
+        if bolt_request is None:
+            reason = reason or "Bolt cannot read its ids"
+            log.info("ignored a signed request Slack does not send (%s); answered 200", reason)
+            return Response(status_code=200)
+        response = to_starlette_response(await self.bolt.async_dispatch(bolt_request))
         if response.status_code == 404:
             log.info("no listener for a signed request; answered 200 so Slack does not retry")
             return Response(status_code=200)
         return response
+
+    @staticmethod
+    def _bolt_request(request: Request, text: str) -> AsyncBoltRequest | None:
+        """The request as Bolt's Starlette adapter builds it, or None where building it fails.
+
+        Building it only parses the body and pulls the team, user and channel ids out of it, in
+        code that takes each field's type for granted (`"id" in team`, `authorizations[0]`); so
+        an exception here means a payload of the wrong shape, never an outage.
+        """
+        try:
+            return AsyncBoltRequest(
+                body=text,
+                query=request.query_params,  # type: ignore[arg-type]
+                headers=request.headers,  # type: ignore[arg-type]
+            )
+        except Exception:
+            return None
 
     async def health(self, request: Request) -> Response:
         return JSONResponse({"ok": True, "owner": self.owner, "rendering": self.renderers.running})
@@ -173,6 +206,14 @@ class SlackBot:
             return self
 
         return serving_app(opened)
+
+
+def _refused() -> Response:
+    return JSONResponse({"error": "invalid signature or stale timestamp"}, status_code=401)
+
+
+def _malformed() -> Response:
+    return JSONResponse({"error": "malformed body"}, status_code=400)
 
 
 def serving_app(

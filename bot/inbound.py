@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from agent import InboundEvent, Speaker
 
@@ -18,6 +18,14 @@ SOURCE = "slack"
 # Subtypes that are still a person writing; every other subtype (edits, deletions, joins, bot
 # posts) starts no turn.
 PERSON_SUBTYPES = frozenset({None, "file_share", "thread_broadcast"})
+_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""Slack's ids (`T0123ABC`, `U…`, `C…`, `E…`) are short runs of ASCII capitals and digits; this
+takes a little more so as never to refuse a real one. Nothing else names a team, a person or a
+channel, and a `:` would split the session key."""
+_TS = re.compile(r"[0-9]{1,12}\.[0-9]{1,12}")
+"""A message timestamp, `1700000000.000100`: the message's id within its channel."""
+_CHANNEL_TYPE = re.compile(r"[a-z_]{1,32}")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def session_key(team: str, channel: str, thread_ts: str) -> str:
@@ -84,32 +92,71 @@ class SlackMessage:
 
 
 def person_message(body: dict[str, Any], bot_user_id: str | None) -> SlackMessage | None:
-    """The message in an event envelope if a person wrote it (not a bot, an edit or a deletion)."""
-    event = body.get("event") or {}
-    if event.get("type") not in ("message", "app_mention"):
+    """The message in an event envelope if a person wrote it (not a bot, an edit or a deletion).
+
+    Its ids and timestamps become the session key, the turn id and where replies go, and are
+    stored as they are; one that Slack would never send (see `_ID`, `_TS`) means no message.
+    Its text is the person's words: whatever cannot be stored is replaced (`clean_text`), not
+    refused, since refusing would fail Slack's every retry and lose the message.
+    """
+    event = body.get("event")
+    if not isinstance(event, dict) or event.get("type") not in ("message", "app_mention"):
         return None
-    if event.get("subtype") not in PERSON_SUBTYPES or event.get("bot_id"):
+    subtype = event.get("subtype")
+    if not (subtype is None or isinstance(subtype, str)) or subtype not in PERSON_SUBTYPES:
         return None
-    user, channel, ts = event.get("user"), event.get("channel"), event.get("ts")
+    if event.get("bot_id"):
+        return None
     team = body.get("team_id") or event.get("team")
-    if not (user and channel and ts and team) or user == bot_user_id:
+    user, channel, ts = event.get("user"), event.get("channel"), event.get("ts")
+    thread_ts = event.get("thread_ts") or None
+    enterprise = body.get("enterprise_id") or None
+    text = event.get("text") or ""
+    if not (_is_id(team) and _is_id(channel) and _is_id(user) and _is_ts(ts)):
         return None
-    text = str(event.get("text") or "")
+    if thread_ts is not None and not _is_ts(thread_ts):
+        return None
+    if enterprise is not None and not _is_id(enterprise):
+        return None
+    if not isinstance(text, str) or user == bot_user_id:
+        return None
+    text = clean_text(text)
     mention = f"<@{bot_user_id}>" if bot_user_id else None
     mentions_bot = event.get("type") == "app_mention" or bool(mention and mention in text)
     if mention:
         text = text.replace(mention, "")
-    thread_ts = event.get("thread_ts")
+    channel_type = event.get("channel_type")
     return SlackMessage(
-        team=str(team),
-        enterprise=body.get("enterprise_id") or None,
-        channel=str(channel),
-        ts=str(ts),
-        thread_ts=str(thread_ts or ts),
-        user=str(user),
+        team=team,
+        enterprise=enterprise,
+        channel=channel,
+        ts=ts,
+        thread_ts=thread_ts or ts,
+        user=user,
         text=text.strip(),
-        channel_type=event.get("channel_type"),
+        channel_type=channel_type if _is_channel_type(channel_type) else None,
         mentions_bot=mentions_bot,
         in_thread=bool(thread_ts and thread_ts != ts),
         raw=event,
     )
+
+
+def clean_text(text: str) -> str:
+    """`text` with each lone surrogate replaced by U+FFFD.
+
+    A JSON `\\ud800` escape decodes to half a surrogate pair, which UTF-8 cannot encode, so no
+    database (nor the model's API) takes it; a whole pair was already joined by the parser.
+    """
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def _is_id(value: object) -> TypeGuard[str]:
+    return isinstance(value, str) and _ID.fullmatch(value) is not None
+
+
+def _is_ts(value: object) -> TypeGuard[str]:
+    return isinstance(value, str) and _TS.fullmatch(value) is not None
+
+
+def _is_channel_type(value: object) -> TypeGuard[str]:
+    return isinstance(value, str) and _CHANNEL_TYPE.fullmatch(value) is not None

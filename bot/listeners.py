@@ -36,6 +36,10 @@ SUSPENDED_NOTE = (
     "I'm still waiting for an answer to the approval above, so I can't start on this yet. "
     "Answer it, or reset this conversation with `{command}`."
 )
+TOO_LONG_NOTE = (
+    "That message is too long for me: it has {length:,} characters and I read at most "
+    "{limit:,}. Please shorten it or split it up."
+)
 ACKS_IN_FLIGHT = 8
 """Events doing their database work at once in a web process that runs no turns. A pool closes
 each overflow connection on return, so a burst past the pool's size paid for a new PostgreSQL
@@ -61,6 +65,7 @@ class Listeners:
         answers: AnswerHandler,
         replace_in_flight: bool,
         reset_command: str,
+        max_inbound_chars: int,
         acks_in_flight: int | None = ACKS_IN_FLIGHT,
     ) -> None:
         self.runtime = runtime
@@ -70,6 +75,7 @@ class Listeners:
         self.answers = answers
         self.replace_in_flight = replace_in_flight
         self.reset_command = reset_command
+        self.max_inbound_chars = max_inbound_chars
         self._in_flight = (
             asyncio.Semaphore(acks_in_flight) if acks_in_flight else contextlib.nullcontext()
         )
@@ -94,7 +100,11 @@ class Listeners:
         if message is None:
             return
         async with self._in_flight:
-            if await self._starts_turn(message):
+            if not await self._starts_turn(message):
+                return
+            if len(message.text) > self.max_inbound_chars:
+                await self.refuse_too_long(message)
+            else:
                 await self.dispatch(message)
 
     async def _starts_turn(self, message: SlackMessage) -> bool:
@@ -152,6 +162,28 @@ class Listeners:
                 key, turn_id, "suspended", SUSPENDED_NOTE.format(command=self.reset_command)
             )
         return turn_id
+
+    async def refuse_too_long(self, message: SlackMessage) -> None:
+        """Say in the thread that the message is too long, and do nothing else: no turn, so the
+        model never sees it.
+
+        The note is posted from this process whether or not it runs turns (a `notice` needs no
+        renderer), once per message however often Slack delivers it (retries and the twin
+        `message` + `app_mention` events), since its key is the message's turn id. It needs the
+        thread registered as the session's delivery target; the bot has then spoken there, so a
+        follow-up in the thread is heard as in any thread the bot is part of.
+        """
+        key = message.session_key
+        await self.delivery.register(
+            key,
+            team=message.team,
+            channel=message.channel,
+            thread_ts=message.thread_ts,
+            user_id=message.user,
+            now=time.time(),
+        )
+        note = TOO_LONG_NOTE.format(length=len(message.text), limit=self.max_inbound_chars)
+        self.renderers.notice(key, message.turn_id, "too_long", note)
 
     # interactivity -------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -169,12 +170,15 @@ class RendererPool:
                 log.exception("render sweep failed; retrying")
 
     def notice(self, key: str, turn_id: str, name: str, text: str) -> None:
-        """Post a one-off note in a session's thread (once per key, even across retries)."""
+        """Post a one-off note in a session's thread (once per key, even across retries and
+        when two deliveries of one event race: only the one whose row was stored posts; if it
+        dies first, the session's renderer finds the row unposted and posts it)."""
         task = asyncio.create_task(self._notice(key, turn_id, name, text))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
     async def _notice(self, key: str, turn_id: str, name: str, text: str) -> None:
+        claim = uuid.uuid4().hex
         try:
             target = await self.delivery.get_target(key)
             if target is None:
@@ -186,10 +190,10 @@ class RendererPool:
                 kind="notice",
                 channel=target.channel,
                 thread_ts=target.thread_ts,
-                body={"prompt": text},
+                body={"prompt": text, "claim": claim},
             )
             stored = await self.delivery.begin_post(post, time.time())
-            if stored.state != "posting" or stored.ts:
+            if stored.body.get("claim") != claim or stored.state != "posting" or stored.ts:
                 return
             renderer = SessionRenderer(
                 key=key,

@@ -53,6 +53,12 @@ class Settings(BaseSettings):
     replace_in_flight: bool = Field(default=True, alias="REPLACE_IN_FLIGHT")
     """A newer message in a thread supersedes the unfinished reply (never a parked approval)."""
     reset_command: str = Field(default="/agent-reset", alias="RESET_COMMAND")
+    max_inbound_chars: int = Field(default=40_000, ge=1, alias="MAX_INBOUND_CHARS")
+    """Longest message (in characters) the bot reads; a longer one starts no turn and gets a note
+    in its thread saying so. Slack cuts a message's text at 40,000 characters, so the default
+    refuses nothing a person can post there and stops only what Slack never sends (megabytes that
+    would all go to the model). Lower it to bound what one message can cost: about four
+    characters make a token."""
     stream_max_age: float = Field(default=270.0, alias="STREAM_MAX_AGE_SECONDS")
     """Slack ends a stream about five minutes after it starts; roll over a little before."""
     flush_interval: float = Field(default=1.0, alias="STREAM_FLUSH_SECONDS")
