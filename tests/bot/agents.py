@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any
 
 from agent import (
@@ -68,6 +69,19 @@ async def wait_for_gate(name: str) -> dict[str, Any]:
 
 HOLDS: list[dict[str, Any]] = []
 """Every hold the provider placed: a confirmed write must land here exactly once."""
+EFFECTS_FILE = "BOT_TEST_EFFECTS_FILE"
+"""Where a bot in another process records each hold it places (one line per call, fsynced), so
+a test that SIGKILLs it can count the calls the provider saw."""
+
+
+def _record_effect(key: str) -> None:
+    path = os.environ.get(EFFECTS_FILE)
+    if not path:
+        return
+    with open(path, "a", encoding="utf-8") as log:
+        log.write(key + "\n")
+        log.flush()
+        os.fsync(log.fileno())
 
 
 @tool(effect="write", confirmation="required")
@@ -76,6 +90,7 @@ async def place_hold(order_id: str, ctx: ToolContext) -> dict[str, Any]:
 
     async def hold(authority: Any) -> dict[str, Any]:
         HOLDS.append({"order_id": order_id, "key": authority.idempotency_key})
+        await asyncio.to_thread(_record_effect, authority.idempotency_key)
         return {"held": order_id}
 
     effect = await ctx.run_effect(f"hold:{order_id}", hold, payload={"order_id": order_id})
@@ -123,18 +138,32 @@ def model(script: list[ScriptedReply], **kwargs: Any) -> ScriptedModel:
     return ScriptedModel(script, **kwargs)
 
 
-def hold_model() -> ScriptedModel:
+def hold_reply(request: Any, step: int) -> ScriptedReply:
     """Proposes a hold on order 42; the turn acting on the answer reports it."""
+    opening = next(m for m in reversed(request.messages) if m.role in ("user", "trigger"))
+    if isinstance(opening, TriggerMessage):
+        return ScriptedReply(text="Hold placed.")
+    if step == 0:
+        return ScriptedReply(
+            text="Proposing a hold.",
+            tool_calls=[ToolCall(id="c_hold", name="place_hold", input={"order_id": "42"})],
+        )
+    return ScriptedReply(text="The hold waits for your confirmation.")
+
+
+def hold_model() -> ScriptedModel:
+    return ScriptedModel(responder=hold_reply)
+
+
+def soak_model() -> ScriptedModel:
+    """Both kinds of approval, chosen by the session's first message: "refund ..." parks for the
+    requester (REFUND), "hold ..." proposes a write the requester confirms (its effect is
+    counted)."""
 
     def respond(request: Any, step: int) -> ScriptedReply:
-        opening = next(m for m in reversed(request.messages) if m.role in ("user", "trigger"))
-        if isinstance(opening, TriggerMessage):
-            return ScriptedReply(text="Hold placed.")
-        if step == 0:
-            return ScriptedReply(
-                text="Proposing a hold.",
-                tool_calls=[ToolCall(id="c_hold", name="place_hold", input={"order_id": "42"})],
-            )
-        return ScriptedReply(text="The hold waits for your confirmation.")
+        first = next(m for m in request.messages if m.role in ("user", "trigger"))
+        if "hold" in first.text:
+            return hold_reply(request, step)
+        return REFUND[step]
 
     return ScriptedModel(responder=respond)

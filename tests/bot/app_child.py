@@ -37,6 +37,12 @@ def _say(line: str) -> None:
     sys.stdout.flush()
 
 
+def _model(name: str) -> ScriptedModel:
+    """A script from `tests.bot.agents`: a list of replies, or a function making the model."""
+    script = getattr(agents, name)
+    return script() if callable(script) else ScriptedModel(script)
+
+
 async def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("url")
@@ -44,6 +50,7 @@ async def main() -> int:
     parser.add_argument("script")
     parser.add_argument("--crash", default=None)
     parser.add_argument("--role", choices=["one", "web", "worker"], default="one")
+    parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args()
 
     def hook(stage: str, label: str) -> None:
@@ -51,14 +58,16 @@ async def main() -> int:
             _say(f"AT {stage}:{label}")
             time.sleep(600)  # the parent SIGKILLs us here
 
-    inner = await SqlStore.open(args.url)
+    # Without a crash point the bot opens its own store, as `bot serve` does (the Slack delivery
+    # tables then share its transactions, the production path).
+    store = HookedStore(await SqlStore.open(args.url), hook) if args.crash else None
     bot = await open_bot(
         settings_for(  # type: ignore[arg-type]
             args.url, _Api(args.api_url), RUN_TURNS=args.role != "web"
         ),
         agent=agents.AGENT,
-        model=ScriptedModel(getattr(agents, args.script)),
-        store=HookedStore(inner, hook),
+        model=_model(args.script),
+        store=store,
         render_settings=RenderSettings(flush_interval=0.1, poll_interval=0.1, lease_ttl=1.0),
         runtime_options={"lease_ttl": 1.0, "recovery_interval": 0.2, "poll_interval": 0.05},
         worker=args.role == "worker",
@@ -73,7 +82,7 @@ async def main() -> int:
         finally:
             await bot.close()
         return 0
-    async with BackgroundServer(bot.http_app()) as server:
+    async with BackgroundServer(bot.http_app(), port=args.port) as server:
         _say(f"PORT {server.port}")
         await stop.wait()
     return 0

@@ -19,10 +19,17 @@ Process = asyncio.subprocess.Process
 
 @contextlib.asynccontextmanager
 async def spawn(
-    role: str, db_url: str, api_url: str, script: str, crash: str | None = None
+    role: str,
+    db_url: str,
+    api_url: str,
+    script: str,
+    crash: str | None = None,
+    *,
+    port: int = 0,
 ) -> AsyncIterator[tuple[Process, int]]:
     """One child process; yields it and its HTTP port (0 for a worker), stops it on exit."""
     argv = [sys.executable, "-m", "tests.bot.app_child", db_url, api_url, script, "--role", role]
+    argv += ["--port", str(port)]
     if crash:
         argv += ["--crash", crash]
     proc = await asyncio.create_subprocess_exec(
