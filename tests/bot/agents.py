@@ -90,7 +90,7 @@ async def place_hold(order_id: str, ctx: ToolContext) -> dict[str, Any]:
 
     async def hold(authority: Any) -> dict[str, Any]:
         HOLDS.append({"order_id": order_id, "key": authority.idempotency_key})
-        await asyncio.to_thread(_record_effect, authority.idempotency_key)
+        await asyncio.to_thread(_record_effect, f"{ctx.session} {authority.idempotency_key}")
         return {"held": order_id}
 
     effect = await ctx.run_effect(f"hold:{order_id}", hold, payload={"order_id": order_id})
