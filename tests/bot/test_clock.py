@@ -10,9 +10,20 @@ import pytest
 from agent import Agent, ScriptedModel, ScriptedReply
 from agent.agent_def import Schedule
 from bot.app import open_bot
+from bot.asgi_server import BackgroundServer
 from bot.clock import Clock, cron_session
 from bot.cron import Cron, CronError
-from tests.bot.harness import FAST, eventually, settings_for
+from bot.testing import SlackDriver
+from tests.bot.agents import BOSS, REFUND, issue_refund, model
+from tests.bot.harness import (
+    FAST,
+    SECRET,
+    approval,
+    buttons,
+    eventually,
+    replies,
+    settings_for,
+)
 
 CHANNEL = "C0CRON"
 SEED = "Morning summary, please."
@@ -89,3 +100,82 @@ def test_cron_expressions():
     for bad in ("* * *", "61 * * * *", "a b c d e"):
         with pytest.raises(CronError):
             Cron.parse(bad)
+
+
+def _cron_agent(answerers):
+    return Agent(
+        name="cron-approvals",
+        instructions="Refund what is due.",
+        tools=[issue_refund],
+        schedules=[
+            Schedule(
+                name="refunds",
+                cron="0 9 * * *",
+                seed="Refund order 42.",
+                channel=CHANNEL,
+                answerers=answerers,
+            )
+        ],
+    )
+
+
+async def _fire(bot, agent):
+    clock = Clock(
+        runtime=bot.runtime,
+        agent=agent,
+        delivery=bot.delivery,
+        renderers=bot.renderers,
+        team="T0DEMO",
+        now=lambda: at("2026-11-30T09:00:30"),
+    )
+    assert await clock.tick() == ["cron:refunds:2026-11-30T09:00:00+00:00"]
+
+
+async def test_a_scheduled_turn_asks_only_the_answerers_its_schedule_names(db_url, standin):
+    agent = _cron_agent({"user": BOSS})
+    bot = await open_bot(
+        settings_for(db_url, standin), agent=agent, model=model(REFUND), render_settings=FAST
+    )
+    server = await BackgroundServer(bot.http_app()).start()
+    slack = SlackDriver(server.url, SECRET, standin=standin)
+    try:
+        await _fire(bot, agent)
+        message = await eventually(lambda: approval(standin, CHANNEL))
+        context = [
+            e["text"] for b in message.blocks if b["type"] == "context" for e in b["elements"]
+        ]
+        assert f"Only <@{BOSS}> can answer." in context
+        approve, _ = buttons(message)
+        for who, team in (("U0ALICE", None), (BOSS, "T0OTHER")):
+            await slack.click(who, approve, channel=CHANNEL, message_ts=message.ts, team_id=team)
+        await eventually(lambda: len(standin.ephemerals) == 2)
+        assert any(b["type"] == "actions" for b in message.blocks)
+
+        await slack.click(BOSS, approve, channel=CHANNEL, message_ts=message.ts)
+        await eventually(lambda: any("Refund done." in m.text for m in replies(standin, CHANNEL)))
+        assert f"Approved by <@{BOSS}>" in message.text
+    finally:
+        await slack.aclose()
+        await server.stop()
+
+
+async def test_a_scheduled_turn_that_names_nobody_cannot_ask(db_url, standin):
+    """Nobody spoke, so nobody can answer as the speaker; anyone in the channel is no answer."""
+    agent = _cron_agent(None)
+    bot = await open_bot(
+        settings_for(db_url, standin), agent=agent, model=model(REFUND), render_settings=FAST
+    )
+    await bot.start()
+    try:
+        await _fire(bot, agent)
+        await eventually(lambda: any("Refund done." in m.text for m in replies(standin, CHANNEL)))
+        assert approval(standin, CHANNEL) is None
+        key = cron_session("T0DEMO", agent.schedules[0])
+        results = [
+            m.result
+            for m in await bot.runtime.store.load_transcript(key)
+            if getattr(m, "role", "") == "tool" and m.name == "issue_refund"
+        ]
+        assert "not by a person" in results[0]["error"]
+    finally:
+        await bot.close()
