@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from storage.redis_dispatch import RedisDispatcher
 
 from agent import Agent, Runtime
-from agent.redaction import password_in_url
 from agent.seams import SessionStore
 from bot.answers import AnswerHandler
 from bot.heap import freeze_startup_heap
@@ -268,10 +267,8 @@ def build_model(settings: Settings) -> Any:
 
 
 def engine_secrets(settings: Settings) -> list[str]:
-    """What the engine scrubs from tool errors: every configured credential, and the passwords in
-    the database and Redis URLs (a driver's error may quote them on their own)."""
-    passwords = (password_in_url(settings.database_url), password_in_url(settings.redis_url))
-    return [*settings.secrets(), *(p for p in passwords if p)]
+    """What the engine scrubs from tool errors: what the logs scrub (`Settings.secrets`)."""
+    return settings.secrets()
 
 
 async def open_bot(

@@ -12,6 +12,8 @@ from pathlib import Path
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from agent.redaction import password_in_url
+
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./data/bot.db"
 DEFAULT_AGENT_DIR = Path(__file__).resolve().parent.parent / "examples" / "ops_agent"
 
@@ -91,8 +93,13 @@ class Settings(BaseSettings):
         return Path(self.agent_dir) if self.agent_dir else DEFAULT_AGENT_DIR
 
     def secrets(self) -> list[str]:
-        """Values that must never reach a log line."""
-        found = []
+        """Values that must never reach a log line: the credentials, and the passwords in the
+        database and Redis URLs (a driver's error may quote them on their own)."""
+        found = [
+            password
+            for password in (password_in_url(self.database_url), password_in_url(self.redis_url))
+            if password
+        ]
         for value in (
             self.slack_bot_token,
             self.slack_signing_secret,
