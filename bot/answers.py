@@ -97,7 +97,7 @@ class AnswerHandler:
     async def handle(self, body: dict[str, Any]) -> None:
         try:
             click = Click.parse(body)
-        except (KeyError, ValueError, TypeError):
+        except (KeyError, IndexError, AttributeError, ValueError, TypeError):
             log.warning("unreadable approval click ignored")
             return
         session = self.runtime.session(self.agent, click.ref.session)

@@ -595,7 +595,12 @@ class SessionRenderer:
     # after a crash ---------------------------------------------------------------------------
 
     async def recover(self) -> None:
-        """Settle what a previous renderer left half done, before reading any event."""
+        """Settle what a previous renderer left half done, before reading any event.
+
+        The reply a crash left open is put back to its saved body and the turn's reply goes on
+        in that same message (edited from now on: its stream cannot be resumed), so a crash
+        never splits one reply over two messages."""
+        continued: tuple[Post, UpdatePart] | None = None
         for post in await self.delivery.posts(self.key, states=("posting", "open")):
             ts = post.ts
             if post.state == "posting":
@@ -613,9 +618,23 @@ class SessionRenderer:
                     PostUpdate(post_key=post.post_key, ts=ts, state="closed"), time.time()
                 )
                 continue
-            await self._restore(post, ts)
+            if continued is not None:
+                await self._close_restored(*continued)
+            restored = await self._restore(post, ts)
+            continued = (post, restored) if restored is not None else None
+        if continued is not None:
+            post, part = continued
+            self.view = TurnView(turn_id=post.turn_id, part=part, shown_any=True)
 
-    async def _restore(self, post: Post, ts: str) -> None:
+    async def _close_restored(self, post: Post, part: UpdatePart) -> None:
+        await self.delivery.update_post(
+            PostUpdate(post_key=post.post_key, body=part.content.body(), state="closed"),
+            time.time(),
+        )
+
+    async def _restore(self, post: Post, ts: str) -> UpdatePart | None:
+        """The open message as its saved body says, ready to be edited on; None if it showed
+        nothing worth keeping (it is deleted)."""
         content = PartContent.from_body(post.body)
         channel = post.channel
         with contextlib.suppress(Refused, Uncertain):
@@ -625,7 +644,6 @@ class SessionRenderer:
                     "chat.stopStream", lambda: self.client.chat_stopStream(channel=channel, ts=ts)
                 ),
             )
-        state = "closed"
         if not content.shown.strip() and set(content.tasks) <= {"status"}:
             with contextlib.suppress(Refused, Uncertain):
                 await self._patient(
@@ -634,15 +652,25 @@ class SessionRenderer:
                         "chat.delete", lambda: self.client.chat_delete(channel=channel, ts=ts)
                     ),
                 )
-            state = "deleted"
-        else:
-            part = UpdatePart(
-                self.client, self.target, post.post_key, clock=self.clock, content=content
+            await self.delivery.update_post(
+                PostUpdate(post_key=post.post_key, ts=ts, state="deleted"), time.time()
             )
-            await self._patient("chat.update", lambda: part.repair(ts))
-        await self.delivery.update_post(
-            PostUpdate(post_key=post.post_key, ts=ts, state=state), time.time()
+            return None
+        part = UpdatePart(
+            self.client,
+            self.target,
+            post.post_key,
+            clock=self.clock,
+            content=content,
+            min_interval=self.settings.flush_interval,
         )
+        await self._patient("chat.update", lambda: part.repair(ts))
+        part.ts = ts
+        part.opened_at = post.opened_at
+        await self.delivery.update_post(
+            PostUpdate(post_key=post.post_key, ts=ts, state="open", mode=part.mode), time.time()
+        )
+        return part
 
 
 def _title(name: str) -> str:

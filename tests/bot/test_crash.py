@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from bot.testing import SlackDriver
+from tests.bot.agents import AGENT, GATE, GATED, model
 from tests.bot.harness import SECRET, approval, eventually, idle, replies
 from tests.bot.processes import served, wait_line
 
@@ -64,3 +65,26 @@ async def test_an_approval_posted_just_before_a_crash_is_not_posted_again(db_url
             lambda: any("Refund done." in m.text for m in replies(standin, CHANNEL)), within=30
         )
     assert len([m for m in standin.bot_messages(CHANNEL) if m.blocks]) == 1
+
+
+async def test_a_reply_cut_by_a_restart_goes_on_in_the_same_message(db_url, launch, standin):
+    """A process stopped mid-reply (its stream open, a tool running) leaves the message open;
+    the next one puts it back to the saved body and finishes the reply in it, not in a second
+    message."""
+    GATE.clear()
+    first = await launch(db_url, AGENT, model(GATED))
+    ts = await first.slack.mention("U0ALICE", "do the long thing", channel=CHANNEL)
+    await eventually(lambda: any("First part" in m.text for m in replies(standin, CHANNEL)))
+    await eventually(lambda: "slow" in GATE)
+    await first.stop()  # the tool never returned; the stream was never stopped
+    assert len(replies(standin, CHANNEL)) == 1
+
+    GATE["slow"].set()  # the tool runs again in the next process and returns at once
+    await launch(db_url, AGENT, model(GATED))
+    await eventually(lambda: any("Second part" in m.text for m in replies(standin, CHANNEL)))
+    await eventually(lambda: idle(standin, CHANNEL))
+    [reply] = replies(standin, CHANNEL)
+    assert reply.thread_ts == ts
+    assert "First part of the answer." in reply.text
+    assert "Second part after the long call." in reply.text
+    assert reply.text.count("First part") == 1
