@@ -13,9 +13,10 @@ turn is always shown, whichever process runs it and whatever a renderer saw just
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +37,7 @@ from bot.slack_calls import SlackCallError, call
 from storage.delivery_store import DeliveryStore, Post, PostUpdate
 
 log = logging.getLogger(__name__)
+Ack = Callable[[], Awaitable[Any]]
 
 NOT_ALLOWED = "You can't answer this request: {why}"
 STALE = (
@@ -93,34 +95,76 @@ class AnswerHandler:
         self.delivery = delivery
         self.client = client
         self.kick = kick
+        self._showing: set[asyncio.Task[None]] = set()
 
-    async def handle(self, body: dict[str, Any]) -> None:
+    async def handle(self, body: dict[str, Any], ack: Ack | None = None) -> None:
+        """Apply the click, then `ack` it, then show the outcome in Slack.
+
+        The answer commits before the ack, as an event's turn does: Slack never retries a click
+        it saw acknowledged, so a crash between an early ack and the answer would lose it while
+        the person believes they approved. Showing the outcome (Slack calls that may wait on rate
+        limits) comes after the ack, which Slack wants within three seconds; if that part is
+        lost, the request's message keeps its buttons and a second click says it was answered.
+        """
         try:
             click = Click.parse(body)
         except (KeyError, IndexError, AttributeError, ValueError, TypeError):
             log.warning("unreadable approval click ignored")
+            if ack is not None:
+                await ack()
             return
         session = self.runtime.session(self.agent, click.ref.session)
+        failure: Exception | None = None
         try:
             await self._apply(session, click)
-        except ResumeAuthorizationError as refused:
-            await self._ephemeral(click, NOT_ALLOWED.format(why=refused))
-            return
-        except ResumeConflictError:
-            await self._stale(session, click)
-            return
-        except ResumeError as refused:
-            await self._ephemeral(click, f"That answer was not accepted: {refused}")
-            return
-        except SessionSuspendedError:
-            await self._ephemeral(click, BLOCKED)
-            return
-        except Exception:
+        except (ResumeError, SessionSuspendedError) as refused:
+            failure = refused
+        except Exception as unexpected:
             log.exception(
                 "answering failed; nothing was applied", extra={"session": click.ref.session}
             )
-            await self._ephemeral(click, TRY_AGAIN)
+            failure = unexpected
+        if ack is None:
+            await self._respond(session, click, failure)
             return
+        await ack()
+        task = asyncio.create_task(self._respond(session, click, failure))
+        self._showing.add(task)
+        task.add_done_callback(self._showing.discard)
+
+    async def close(self, grace: float = 2.0) -> None:
+        """Let outcomes being shown finish (briefly), so a clean stop leaves no click unanswered
+        on screen."""
+        if self._showing:
+            await asyncio.wait(set(self._showing), timeout=grace)
+
+    async def _respond(self, session: Any, click: Click, failure: Exception | None) -> None:
+        try:
+            await self._outcome(session, click, failure)
+        except Exception:
+            log.exception(
+                "could not show an answer's outcome", extra={"session": click.ref.session}
+            )
+
+    async def _outcome(self, session: Any, click: Click, failure: Exception | None) -> None:
+        match failure:
+            case None:
+                pass
+            case ResumeAuthorizationError():
+                await self._ephemeral(click, NOT_ALLOWED.format(why=failure))
+                return
+            case ResumeConflictError():
+                await self._stale(session, click)
+                return
+            case ResumeError():
+                await self._ephemeral(click, f"That answer was not accepted: {failure}")
+                return
+            case SessionSuspendedError():
+                await self._ephemeral(click, BLOCKED)
+                return
+            case _:
+                await self._ephemeral(click, TRY_AGAIN)
+                return
         post = await self.delivery.get_post(click.ref.post_key)
         body_json = dict(post.body) if post else {}
         body_json["answered"] = {"by": click.user, "accepted": click.accepted}

@@ -139,6 +139,7 @@ class SlackBot:
         if self._serving is not None:
             with contextlib.suppress(Exception):
                 await self._serving
+        await self.answers.close()
         await self.renderers.close()
         await self.runtime.close()
         await self.delivery.close()

@@ -3,8 +3,9 @@
 Events run before the response (`process_before_response=True`): the listener's only work is two
 short commits, the durable `session.start` and then where the replies go, so the 200 Slack gets
 means "the turn is queued" and a crash before it makes Slack retry instead of losing the message.
-Button clicks and the slash command `ack()` at once and do their work in a lazy listener after
-the response.
+A button click is applied (the answer committed) before its `ack()`, for the same reason; what it
+shows in Slack follows the response. The slash command `ack()`s at once and resets in a lazy
+listener after the response.
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ class Listeners:
         # Anything else Slack sends gets a 200: a 404 would only make it retry.
         app.event(re.compile(".*"))(self.ignore)
         for action_id in (APPROVE, DENY):
-            app.action(action_id)(ack=self.ack, lazy=[self.on_click])
+            app.action(action_id)(self.on_click)
         app.action(re.compile(".*"))(self.ack)
         app.command(self.reset_command)(ack=self.ack_reset, lazy=[self.on_reset])
 
@@ -190,8 +191,9 @@ class Listeners:
     async def ack(self, ack: Ack) -> None:
         await ack()
 
-    async def on_click(self, body: dict[str, Any]) -> None:
-        await self.answers.handle(body)
+    async def on_click(self, ack: Ack, body: dict[str, Any]) -> None:
+        """Answered before the ack (see `AnswerHandler.handle`)."""
+        await self.answers.handle(body, ack)
 
     async def ack_reset(self, ack: Ack) -> None:
         await ack(response_type="ephemeral", text="Resetting this conversation…")

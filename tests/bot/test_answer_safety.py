@@ -4,6 +4,7 @@ nothing, on both databases and in both serving modes."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 
 import pytest
@@ -120,3 +121,31 @@ async def test_a_button_that_does_not_match_the_pending_request_strands_nothing(
     await click(app, approve, message, ts)  # the real request still answers
     await eventually(lambda: any("Refund done." in m.text for m in replies(standin, CHANNEL)))
     assert "Approved by <@U0ALICE>" in message.text
+
+
+async def test_a_click_is_acknowledged_only_once_its_answer_is_committed(db_url, launch, standin):
+    """Slack never retries a click it saw acknowledged: a crash between an early ack and the
+    answer would lose an approval the person believes they gave."""
+    app = await launch(db_url, AGENT, model(REFUND))
+    ts, message = await parked(app, standin)
+    approve, _ = buttons(message)
+    store = app.bot.runtime.store
+    resume_turn = store.resume_turn
+    entered, release = asyncio.Event(), asyncio.Event()
+    order: list[str] = []
+
+    async def slow_resume(*args, **kwargs):
+        entered.set()
+        await release.wait()
+        await resume_turn(*args, **kwargs)
+        order.append("committed")
+
+    store.resume_turn = slow_resume
+    clicking = asyncio.create_task(click(app, approve, message, ts))
+    clicking.add_done_callback(lambda _: order.append("acknowledged"))
+    await asyncio.wait_for(entered.wait(), 15)
+    release.set()
+    await clicking
+    await eventually(lambda: "committed" in order)
+    assert order == ["committed", "acknowledged"]
+    await eventually(lambda: any("Refund done." in m.text for m in replies(standin, CHANNEL)))

@@ -247,7 +247,7 @@ async def test_approvals_survive_a_process_killed_at_random(
         assert fleet.kills >= 3, "the soak killed too little to prove anything"
         for ts, (kind, user) in threads.items():
             messages = _thread(standin, ts)
-            assert _said(messages) == EXPECTED[kind], ts
+            assert _said(messages) == EXPECTED[kind], (ts, [m.text for m in messages])
             [shown] = _approval(messages)
             assert f"Approved by <@{user}>" in shown.text, ts
             assert not buttons_of(shown)
