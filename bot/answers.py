@@ -25,7 +25,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from agent import Agent, ResumeAuthorizationError, ResumeConflictError, ResumeError, Runtime
 from agent.errors import SessionSuspendedError
 from agent.hitl import ResumeRequest
-from agent.seams import ConfirmationStatus, SessionStatus
+from agent.seams import ConfirmationStatus, SessionStatus, StoreHandle
 from agent.session import grant_answer, grant_confirmation
 from bot.approvals import (
     NO_LONGER_PENDING,
@@ -168,19 +168,34 @@ class AnswerHandler:
         post = await self.delivery.get_post(click.ref.post_key)
         body_json = dict(post.body) if post else {}
         body_json["answered"] = {"by": click.user, "accepted": click.accepted}
+        await self._show(click, verdict_text(click.accepted, click.user), body_json, post)
         if post is not None:
             await self.delivery.update_post(
-                PostUpdate(post_key=post.post_key, body=body_json), time.time()
+                PostUpdate(post_key=post.post_key, state="closed"), time.time()
             )
-        await self._show(click, verdict_text(click.accepted, click.user), body_json, post)
 
     async def _apply(self, session: Any, click: Click) -> None:
+        """Commit the answer with what the bot must remember of it: the thread's renderer woken
+        (the resumed turn is shown, whichever process runs it) and the request's message marked
+        answered (shown as such by this click, or by the renderer if this process dies first)."""
         ref = click.ref
-        wake = (
-            self.delivery.activation(ref.session, time.time())
-            if self.delivery.same_database
+        now = time.time()
+        post = await self.delivery.get_post(ref.post_key)
+        answered = (
+            PostUpdate(
+                post_key=post.post_key,
+                body={**post.body, "answered": {"by": click.user, "accepted": click.accepted}},
+                state="answered",
+            )
+            if post is not None and post.ts
             else None
         )
+        wake: Callable[[StoreHandle], None] | None = None
+        if self.delivery.same_database:
+            writes = [self.delivery.activation(ref.session, now)]
+            if answered is not None:
+                writes.append(self.delivery.post_change(answered, now))
+            wake = _all_of(writes)
         if ref.kind == "input":
             request = ResumeRequest(
                 turn_id=ref.turn_id, input_id=ref.ident, by=click.user, principal=click.principal
@@ -211,6 +226,8 @@ class AnswerHandler:
         # Listening before the drain the answer queued has run: its first tokens show live.
         self.kick(ref.session)
         if wake is None:
+            if answered is not None:
+                await self.delivery.update_post(answered, time.time())
             await self.delivery.mark_active(ref.session, time.time())
             self.kick(ref.session)
 
@@ -305,3 +322,11 @@ class AnswerHandler:
 def _shown_in(post: Post | None, click: Click) -> bool:
     """The button value belongs to the clicked message: the bot posted that request there."""
     return post is not None and post.ts == click.message_ts and post.channel == click.channel
+
+
+def _all_of(writes: list[Callable[[StoreHandle], None]]) -> Callable[[StoreHandle], None]:
+    def write(handle: StoreHandle) -> None:
+        for one in writes:
+            one(handle)
+
+    return write

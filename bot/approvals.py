@@ -102,3 +102,11 @@ def verdict_text(accepted: bool, by: str | None) -> str:
 
 
 NO_LONGER_PENDING = ":hourglass: This request is no longer pending."
+
+
+def answered_message(body: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+    """Text and blocks of an approval message once answered (`body["answered"]` says how)."""
+    prompt = str(body.get("prompt") or "Approval request")
+    answered = body.get("answered") or {}
+    verdict = verdict_text(bool(answered.get("accepted")), answered.get("by"))
+    return f"{prompt}\n{verdict}", answered_blocks(prompt, verdict)

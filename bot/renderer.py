@@ -23,7 +23,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import SessionStore, TurnEvent
 from agent.seams import TurnStatus
-from bot.approvals import ApprovalRef, approval_blocks
+from bot.approvals import ApprovalRef, answered_message, approval_blocks
 from bot.reply_part import PartContent, ReplyPart, StreamPart, Target, UpdatePart, metadata_for
 from bot.slack_calls import RateLimited, Refused, StreamGone, Uncertain, call
 from storage.delivery_store import DeliveryStore, Post, PostUpdate
@@ -601,7 +601,10 @@ class SessionRenderer:
         in that same message (edited from now on: its stream cannot be resumed), so a crash
         never splits one reply over two messages."""
         continued: tuple[Post, UpdatePart] | None = None
-        for post in await self.delivery.posts(self.key, states=("posting", "open")):
+        for post in await self.delivery.posts(self.key, states=("posting", "open", "answered")):
+            if post.state == "answered":
+                await self._show_answered(post)
+                continue
             ts = post.ts
             if post.state == "posting":
                 ts = await self.find_posted(post.post_key, self.target)
@@ -625,6 +628,23 @@ class SessionRenderer:
         if continued is not None:
             post, part = continued
             self.view = TurnView(turn_id=post.turn_id, part=part, shown_any=True)
+
+    async def _show_answered(self, post: Post) -> None:
+        """An approval whose answer committed while the click's process died before it could
+        show it: the message says who answered and loses its buttons."""
+        if post.ts is not None:
+            ts = post.ts
+            text, blocks = answered_message(post.body)
+            with contextlib.suppress(Refused, Uncertain):
+                await self._patient(
+                    "chat.update",
+                    lambda: self.client.chat_update(
+                        channel=post.channel, ts=ts, text=text, blocks=blocks
+                    ),
+                )
+        await self.delivery.update_post(
+            PostUpdate(post_key=post.post_key, state="closed"), time.time()
+        )
 
     async def _close_restored(self, post: Post, part: UpdatePart) -> None:
         await self.delivery.update_post(

@@ -260,6 +260,16 @@ class DeliveryStore:
 
         return write
 
+    def post_change(self, change: PostUpdate, now: float) -> Callable[[StoreHandle], None]:
+        """`update_post` as a write for the engine's transaction (only where `same_database`):
+        e.g. an approval marked answered exactly when the answer commits."""
+        statement = self._s.update_post
+
+        def write(handle: StoreHandle) -> None:
+            _apply(handle.unwrap(), statement, change, now)
+
+        return write
+
     async def get_target(self, session_key: str, *, urgent: bool = False) -> Target | None:
         """`urgent` on an ack's path (is the bot part of this thread?); see
         `TransactionExecutor.write`."""

@@ -149,3 +149,21 @@ async def test_a_click_is_acknowledged_only_once_its_answer_is_committed(db_url,
     await eventually(lambda: "committed" in order)
     assert order == ["committed", "acknowledged"]
     await eventually(lambda: any("Refund done." in m.text for m in replies(standin, CHANNEL)))
+
+
+async def test_an_answer_whose_showing_was_lost_is_still_shown(db_url, launch, standin):
+    """The process that took the click dies right after acknowledging it: the answer committed,
+    and so did the note that its message must say so; the thread's renderer shows it."""
+    app = await launch(db_url, AGENT, model(REFUND))
+    ts, message = await parked(app, standin)
+    approve, _ = buttons(message)
+
+    async def dies_before_showing(*args, **kwargs):
+        return None
+
+    app.bot.answers._respond = dies_before_showing
+    await click(app, approve, message, ts)
+    await eventually(lambda: any("Refund done." in m.text for m in replies(standin, CHANNEL)))
+    await eventually(lambda: "Approved by <@U0ALICE>" in message.text)
+    assert not has_buttons(message)
+    assert standin.ephemerals == []
