@@ -104,7 +104,7 @@ class AnswerHandler:
         it saw acknowledged, so a crash between an early ack and the answer would lose it while
         the person believes they approved. Showing the outcome (Slack calls that may wait on rate
         limits) comes after the ack, which Slack wants within three seconds; if that part is
-        lost, the request's message keeps its buttons and a second click says it was answered.
+        lost, the thread's renderer shows the answer (its mark committed with it, see `_apply`).
         """
         try:
             click = Click.parse(body)
