@@ -16,7 +16,7 @@ import functools
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
@@ -129,15 +129,7 @@ class Listeners:
         """
         key = message.session_key
         session = self.runtime.session(self.agent, key)
-        register = functools.partial(
-            self.delivery.register,
-            key,
-            team=message.team,
-            channel=message.channel,
-            thread_ts=message.thread_ts,
-            user_id=message.user,
-            now=time.time(),
-        )
+        register = self._registering(message)
         alongside = (
             self.delivery.registration(*register.args, **register.keywords)
             if self.delivery.same_database
@@ -175,16 +167,21 @@ class Listeners:
         follow-up in the thread is heard as in any thread the bot is part of.
         """
         key = message.session_key
-        await self.delivery.register(
-            key,
+        await self._registering(message)()
+        note = TOO_LONG_NOTE.format(length=len(message.text), limit=self.max_inbound_chars)
+        self.renderers.notice(key, message.turn_id, "too_long", note)
+
+    def _registering(self, message: SlackMessage) -> functools.partial[Coroutine[Any, Any, None]]:
+        """`delivery.register` for the message's thread: where its session's replies go."""
+        return functools.partial(
+            self.delivery.register,
+            message.session_key,
             team=message.team,
             channel=message.channel,
             thread_ts=message.thread_ts,
             user_id=message.user,
             now=time.time(),
         )
-        note = TOO_LONG_NOTE.format(length=len(message.text), limit=self.max_inbound_chars)
-        self.renderers.notice(key, message.turn_id, "too_long", note)
 
     # interactivity -------------------------------------------------------------------------
 

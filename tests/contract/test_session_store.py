@@ -611,6 +611,17 @@ async def _parked_on_t1(store: SessionStore) -> dict[str, Any]:
     return pending
 
 
+async def _answer_t1(store: SessionStore, pending: Any, value: bool, probe: Any = None) -> None:
+    await store.resume_turn(
+        S,
+        "t1",
+        expected_pending=pending,
+        answer_step="input:t1:approve",
+        answer=value,
+        alongside=probe,
+    )
+
+
 async def test_alongside_commits_with_an_applied_answer(
     store: SessionStore, probe_table: None
 ) -> None:
@@ -618,28 +629,14 @@ async def test_alongside_commits_with_an_applied_answer(
     exists exactly when the answer does."""
     pending = await _parked_on_t1(store)
     probe = _Probe(store)
-    await store.resume_turn(
-        S,
-        "t1",
-        expected_pending=pending,
-        answer_step="input:t1:approve",
-        answer=True,
-        alongside=probe,
-    )
+    await _answer_t1(store, pending, True, probe)
     assert probe.calls == 1
     assert await probe.committed() in (1, None)
     assert (await store.get_turn(S, "t1")).status is TurnStatus.QUEUED
 
     # A second answer conflicts: its write does not run.
     with pytest.raises(ResumeConflictError):
-        await store.resume_turn(
-            S,
-            "t1",
-            expected_pending=pending,
-            answer_step="input:t1:approve",
-            answer=False,
-            alongside=probe,
-        )
+        await _answer_t1(store, pending, False, probe)
     assert probe.calls == 1
     assert await probe.committed() in (1, None)
 
@@ -650,19 +647,10 @@ async def test_a_failing_alongside_write_applies_no_answer(
     pending = await _parked_on_t1(store)
     probe = _Probe(store, fail=True)
     with pytest.raises(RuntimeError, match="application's write failed"):
-        await store.resume_turn(
-            S,
-            "t1",
-            expected_pending=pending,
-            answer_step="input:t1:approve",
-            answer=True,
-            alongside=probe,
-        )
+        await _answer_t1(store, pending, True, probe)
     assert (await store.get_turn(S, "t1")).status is TurnStatus.SUSPENDED
     assert "input:t1:approve" not in await store.load_steps(S, "t1")
     assert await probe.committed() in (0, None)
     # The same answer applies normally afterwards.
-    await store.resume_turn(
-        S, "t1", expected_pending=pending, answer_step="input:t1:approve", answer=True
-    )
+    await _answer_t1(store, pending, True)
     assert (await store.get_turn(S, "t1")).status is TurnStatus.QUEUED
