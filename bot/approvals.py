@@ -14,16 +14,18 @@ from typing import Any, Literal
 
 from slack_sdk.models.blocks import (
     ActionsBlock,
+    Block,
     ButtonElement,
     ConfirmObject,
     ContextBlock,
+    MarkdownBlock,
     MarkdownTextObject,
-    SectionBlock,
 )
 
 APPROVE = "agent_approve"
 DENY = "agent_deny"
 Kind = Literal["input", "confirm"]
+MAX_MARKDOWN = 12_000  # a markdown block's text limit
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,6 +67,12 @@ def who_may_answer(answerers: Any) -> str:
     return "Anyone in this conversation can answer."
 
 
+def prompt_blocks(prompt: str) -> list[Block]:
+    """The request in standard Markdown (a `markdown` block), the dialect replies use: a prompt
+    written by a tool or the model reads the same in the request as in the reply."""
+    return [MarkdownBlock(text=f"🙋 {prompt}"[:MAX_MARKDOWN])]
+
+
 def approval_blocks(ref: ApprovalRef, prompt: str, answerers: Any) -> list[dict[str, Any]]:
     value = ref.encode()
     approve = ButtonElement(
@@ -81,7 +89,7 @@ def approval_blocks(ref: ApprovalRef, prompt: str, answerers: Any) -> list[dict[
     )
     deny = ButtonElement(text="Deny", action_id=DENY, value=value, style="danger")
     blocks = [
-        SectionBlock(text=MarkdownTextObject(text=f":raising_hand: {prompt}"[:3000])),
+        *prompt_blocks(prompt),
         ContextBlock(elements=[MarkdownTextObject(text=who_may_answer(answerers))]),
         ActionsBlock(block_id="approval", elements=[approve, deny]),
     ]
@@ -89,10 +97,7 @@ def approval_blocks(ref: ApprovalRef, prompt: str, answerers: Any) -> list[dict[
 
 
 def answered_blocks(prompt: str, verdict: str) -> list[dict[str, Any]]:
-    blocks = [
-        SectionBlock(text=MarkdownTextObject(text=f":raising_hand: {prompt}"[:3000])),
-        ContextBlock(elements=[MarkdownTextObject(text=verdict)]),
-    ]
+    blocks = [*prompt_blocks(prompt), ContextBlock(elements=[MarkdownTextObject(text=verdict)])]
     return [block.to_dict() for block in blocks]
 
 

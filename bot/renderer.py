@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -25,7 +26,7 @@ from agent import SessionStore, TurnEvent
 from agent.seams import TurnStatus
 from bot.approvals import ApprovalRef, answered_message, approval_blocks
 from bot.reply_part import PartContent, ReplyPart, StreamPart, Target, UpdatePart, metadata_for
-from bot.slack_calls import RateLimited, Refused, StreamGone, Uncertain, call
+from bot.slack_calls import RateLimited, Refused, StreamGone, Uncertain, bot_identity, call
 from storage.delivery_store import DeliveryStore, Post, PostUpdate
 
 log = logging.getLogger(__name__)
@@ -35,6 +36,7 @@ FOOTERS = {
     "replaced": "_superseded by a newer message_",
     "reset": "_stopped: this conversation was reset_",
 }
+PAGE_SIZE = 200  # Slack's advice for paginated reads: no more than 200 per page
 FAILED = ":warning: Sorry, something went wrong and I could not finish this reply."
 STATUS_TEXT = "is working on it…"
 
@@ -174,6 +176,14 @@ class SessionRenderer:
                 self.cursor = event.seq
             await self._flush_parts()
             await self._save()
+            await self._show_answers()
+
+    async def _show_answers(self) -> None:
+        """Approvals answered while the click's process died before showing it. `recover` finds
+        them when a renderer starts; a renderer still running when the answer committed (its
+        wake absorbed) finds them here, once the answered turn's next events arrive."""
+        for post in await self.delivery.posts(self.key, kind="approval", states=("answered",)):
+            await self._show_answered(post)
 
     async def apply(self, event: TurnEvent) -> None:
         match event.type:
@@ -471,7 +481,9 @@ class SessionRenderer:
             part = replacement
             ts = await self._patient("open", part.open)
         except Uncertain:
-            found = await self.find_posted(part.post_key, part.target)
+            found = await self.find_posted(
+                part.post_key, part.target, streamed=isinstance(part, StreamPart)
+            )
             if found is None:
                 ts = await self._patient("open", part.open)
             else:
@@ -558,34 +570,57 @@ class SessionRenderer:
         )
         return ts
 
-    async def find_posted(self, post_key: str, target: Target) -> str | None:
-        """Look for a message carrying `post_key` in its metadata (a post whose answer was lost)."""
-        if target.thread_ts:
-            thread_ts = target.thread_ts
-            response = await self._patient(
-                "conversations.replies",
-                lambda: call(
-                    "conversations.replies",
-                    lambda: self.client.conversations_replies(
-                        channel=target.channel, ts=thread_ts, include_all_metadata=True, limit=200
-                    ),
-                ),
+    async def find_posted(
+        self, post_key: str, target: Target, *, streamed: bool = False
+    ) -> str | None:
+        """The ts of a post whose answer was lost, or None if Slack has no such message.
+
+        A posted message carries `post_key` in its metadata. A stream cannot: chat.startStream
+        takes no metadata (it is set when the stream stops). A lost stream start is instead the
+        bot's own message in the thread that no post of this session claims and that carries no
+        metadata: a thread's messages are posted one at a time by its one renderer, and every
+        other message it posts is recorded with its ts or carries its key. Of several (a start
+        lost twice), the newest is the one being looked for.
+        """
+        claimed = {post.ts for post in await self.delivery.posts(self.key) if post.ts}
+        me = await bot_identity(self.client) if streamed else None
+        unclaimed: list[str] = []
+        async for message in self._messages(target):
+            ts = str(message.get("ts", ""))
+            metadata = message.get("metadata") or {}
+            if (metadata.get("event_payload") or {}).get("post_key") == post_key:
+                return ts
+            ours = me is not None and (
+                message.get("bot_id") == me.bot_id or message.get("user") == me.user_id
             )
-        else:
-            response = await self._patient(
-                "conversations.history",
-                lambda: call(
-                    "conversations.history",
-                    lambda: self.client.conversations_history(
-                        channel=target.channel, include_all_metadata=True, limit=200
-                    ),
-                ),
+            if ours and not metadata and ts not in claimed and ts != target.thread_ts:
+                unclaimed.append(ts)
+        return max(unclaimed, key=float) if unclaimed else None
+
+    async def _messages(self, target: Target) -> AsyncIterator[dict[str, Any]]:
+        """Every message of the thread (or the channel's top level), page by page: a long
+        thread does not fit in one answer, and Slack may answer fewer than `limit` anyway."""
+        cursor: str | None = None
+        while True:
+            if target.thread_ts:
+                read = functools.partial(self.client.conversations_replies, ts=target.thread_ts)
+                method = "conversations.replies"
+            else:
+                read = functools.partial(self.client.conversations_history)
+                method = "conversations.history"
+            page = functools.partial(
+                read,
+                channel=target.channel,
+                include_all_metadata=True,
+                limit=PAGE_SIZE,
+                cursor=cursor,
             )
-        for message in response.get("messages") or []:
-            payload = (message.get("metadata") or {}).get("event_payload") or {}
-            if payload.get("post_key") == post_key:
-                return str(message["ts"])
-        return None
+            response = await self._patient(method, page)
+            for message in response.get("messages") or []:
+                yield message
+            cursor = (response.get("response_metadata") or {}).get("next_cursor") or None
+            if not response.get("has_more") or not cursor:
+                return
 
     async def _save(self) -> None:
         changes = list(self._batch.changes.values())
@@ -607,7 +642,11 @@ class SessionRenderer:
                 continue
             ts = post.ts
             if post.state == "posting":
-                ts = await self.find_posted(post.post_key, self.target)
+                ts = await self.find_posted(
+                    post.post_key,
+                    self.target,
+                    streamed=post.kind == "reply" and post.mode == "stream",
+                )
                 if ts is None:
                     if post.kind == "reply":
                         await self.delivery.update_post(

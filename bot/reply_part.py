@@ -1,6 +1,10 @@
 """One Slack message of a reply: streamed (chat streaming) or, where streaming is refused, posted
 and then edited with throttled `chat.update`.
 
+Every way of showing a reply speaks one dialect, standard Markdown (`markdown_text`, as streams
+do): an edit that sent `text` alone would leave a streamed message's blocks in place, changing
+nothing a person sees, and Slack's older `mrkdwn` would show the model's Markdown literally.
+
 A part keeps what it has shown (`shown`), how much of that is durable (`durable`: backed by
 committed events, or final because the part was closed) and the timeline of tool calls. Only the
 durable body is saved; after a crash a part is put back to exactly that body, so text typed live
@@ -186,7 +190,7 @@ class ReplyPart:
         text = render_text(body["text"], body["tasks"], footer)
         await call(
             "chat.update",
-            lambda: self.client.chat_update(channel=self.target.channel, ts=ts, text=text),
+            lambda: self.client.chat_update(channel=self.target.channel, ts=ts, markdown_text=text),
         )
 
 
@@ -207,8 +211,9 @@ class StreamPart(ReplyPart):
                 recipient_user_id=self.target.user_id,
                 task_display_mode="timeline",
                 # Chunks are flushed by the renderer (size or time); the helper must not hold any.
+                # No metadata here: chat.startStream takes none (it goes on at chat.stopStream),
+                # so a stream whose start answer was lost is found another way (`find_posted`).
                 buffer_size=1_000_000,
-                metadata=metadata_for(self.post_key),
             )
         return self.stream
 
@@ -218,7 +223,7 @@ class StreamPart(ReplyPart):
     async def open(self) -> str:
         """Start the stream with whatever is pending (the first chunk creates the message)."""
         stream = await self._stream()
-        if not self.dirty:
+        if not self._chunks():
             self.task(STATUS_TASK, "Working on it", "in_progress")
         chunks = self._chunks()
         await call("chat.startStream", lambda: stream.append(chunks=chunks))
@@ -230,8 +235,12 @@ class StreamPart(ReplyPart):
     async def flush(self, *, force: bool = False) -> None:
         if not self.dirty:
             return
-        stream = await self._stream()
         chunks = self._chunks()
+        if not chunks:
+            # Only text a retried model call took back (now empty): an append needs content.
+            self.pending = []
+            return
+        stream = await self._stream()
         await call("chat.appendStream", lambda: stream.append(chunks=chunks))
         self.pending = []
 
@@ -268,7 +277,7 @@ class UpdatePart(ReplyPart):
             lambda: self.client.chat_postMessage(
                 channel=self.target.channel,
                 thread_ts=self.target.thread_ts,
-                text=text,
+                markdown_text=text,
                 metadata=metadata_for(self.post_key),
             ),
         )
@@ -289,7 +298,7 @@ class UpdatePart(ReplyPart):
         assert ts is not None
         await call(
             "chat.update",
-            lambda: self.client.chat_update(channel=self.target.channel, ts=ts, text=text),
+            lambda: self.client.chat_update(channel=self.target.channel, ts=ts, markdown_text=text),
         )
         self.pending = []
         self.stale = False

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import aiohttp
@@ -55,6 +57,27 @@ class Refused(SlackCallError):
 
 class StreamGone(Refused):
     """The streamed message no longer accepts appends."""
+
+
+@dataclass(frozen=True)
+class BotIdentity:
+    """Who the bot is in its workspace: how its own messages are told from everyone else's."""
+
+    user_id: str
+    bot_id: str
+
+
+_IDENTITIES: weakref.WeakKeyDictionary[AsyncWebClient, BotIdentity] = weakref.WeakKeyDictionary()
+
+
+async def bot_identity(client: AsyncWebClient) -> BotIdentity:
+    """`auth.test` once per client: a token names one bot for as long as the client lives."""
+    known = _IDENTITIES.get(client)
+    if known is None:
+        response = await call("auth.test", client.auth_test)
+        known = BotIdentity(user_id=str(response["user_id"]), bot_id=str(response["bot_id"]))
+        _IDENTITIES[client] = known
+    return known
 
 
 def make_client(token: str, base_url: str, *, rate_limit_retries: int = 2) -> AsyncWebClient:

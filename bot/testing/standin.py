@@ -11,17 +11,29 @@ messages per channel (streams included), and records every call. Faults are queu
 
 `response_url` posts land in `standin.responses`. A small control API (`/_standin/...`) lets a
 process that does not hold the object (the benchmark) read calls and queue faults.
+
+It is at least as strict as Slack where the bot could get it wrong: an argument the installed
+`AsyncWebClient` method does not name is `invalid_arguments` (Slack ignores some of them silently,
+which is worse: the bot believes something was stored that was not); history reads come in pages
+of at most `page_size` messages, whatever `limit` asks ("fewer than the requested number of items
+may be returned"), with `has_more` and `response_metadata.next_cursor`; `chat.update` keeps a
+message's blocks, and what a stream showed, unless it is given `blocks` or `markdown_text`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
+import functools
+import inspect
 import json
 import time
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl
 
+from slack_sdk.web.async_client import AsyncWebClient
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -31,6 +43,9 @@ from bot.asgi_server import BackgroundServer
 from bot.testing.workspace import STREAM_ERROR, Call, Message, Workspace
 
 JSON_FIELDS = ("blocks", "metadata", "chunks", "attachments")
+TRANSPORT_ARGS = frozenset({"token", "team_id"})
+"""Sent by the SDK beside a method's own arguments: the token (also in the header) and the
+client's `default_params` (`team_id`, which Bolt sets on the clients it hands to listeners)."""
 
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -45,7 +60,8 @@ class SlackStandIn(Workspace):
         bot_id: str = "B0BOT",
         clock: Callable[[], float] = time.time,
         stream_max_age: float | None = None,
-        status_channels: tuple[str, ...] = ("D",),
+        status_channels: tuple[str, ...] = ("C", "G", "D"),
+        page_size: int = 100,
     ) -> None:
         super().__init__(
             team_id=team_id,
@@ -56,6 +72,7 @@ class SlackStandIn(Workspace):
         )
         self.team_name = team_name
         self.status_channels = status_channels
+        self.page_size = page_size
         self._server: BackgroundServer | None = None
         self._methods: dict[str, Handler] = {
             "auth.test": self._auth_test,
@@ -152,8 +169,16 @@ class SlackStandIn(Workspace):
 
     def _dispatch(self, method: str, args: dict[str, Any]) -> dict[str, Any]:
         handler = self._methods.get(method)
-        if handler is None:
+        accepted = sdk_arguments(method)
+        if handler is None or accepted is None:
             return {"ok": False, "error": "unknown_method"}
+        unknown = sorted(set(args) - accepted - TRANSPORT_ARGS)
+        if unknown:
+            return {
+                "ok": False,
+                "error": "invalid_arguments",
+                "response_metadata": {"messages": [f"[ERROR] unknown argument: {unknown[0]}"]},
+            }
         return handler(args)
 
     def _fault_answer(self, kind: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -208,7 +233,7 @@ class SlackStandIn(Workspace):
                 bot_id=self.bot_id,
                 user=self.bot_user_id,
                 thread_ts=args.get("thread_ts") or None,
-                text=str(args.get("text") or args.get("markdown_text") or ""),
+                text=str(args.get("markdown_text") or args.get("text") or ""),
                 blocks=args.get("blocks"),
                 metadata=args.get("metadata"),
                 **extra,
@@ -218,7 +243,9 @@ class SlackStandIn(Workspace):
     def _post_message(self, args: dict[str, Any]) -> dict[str, Any]:
         if not args.get("channel"):
             return {"ok": False, "error": "channel_not_found"}
-        if not (args.get("text") or args.get("blocks")):
+        if args.get("markdown_text") and (args.get("text") or args.get("blocks")):
+            return {"ok": False, "error": "markdown_text_conflict"}
+        if not (args.get("text") or args.get("blocks") or args.get("markdown_text")):
             return {"ok": False, "error": "no_text"}
         message = self._bot_message(args)
         return {
@@ -234,13 +261,27 @@ class SlackStandIn(Workspace):
             return {"ok": False, "error": "message_not_found"}
         if message.bot_id != self.bot_id:
             return {"ok": False, "error": "cant_update_message"}
-        if "text" in args:
+        if args.get("markdown_text") and (args.get("text") or args.get("blocks")):
+            return {"ok": False, "error": "markdown_text_conflict"}
+        if not (args.get("text") or args.get("blocks") or args.get("markdown_text")):
+            return {"ok": False, "error": "no_text"}
+        if args.get("markdown_text"):
+            # Markdown replaces what the message shows: its blocks and any streamed content.
+            message.text, message.blocks, message.fallback = str(args["markdown_text"]), None, None
+            message.tasks, message.streamed = {}, False
+        elif "blocks" in args:
+            blocks = args["blocks"]
+            message.blocks = blocks or None
+            message.text, message.fallback = str(args.get("text") or ""), None
+            message.tasks, message.streamed = {}, False
+        elif message.blocks or message.streamed:
+            # Slack keeps the blocks (and the streamed content) when `blocks` is left out:
+            # `text` alone only changes the notification text, nothing a person sees.
+            message.fallback = str(args["text"])
+        else:
             message.text = str(args["text"])
-        if "blocks" in args:
-            message.blocks = args["blocks"]
         if "metadata" in args:
             message.metadata = args["metadata"]
-        message.tasks = {} if "text" in args else message.tasks
         message.edited += 1
         return {"ok": True, "channel": message.channel, "ts": message.ts, "text": message.text}
 
@@ -248,6 +289,8 @@ class SlackStandIn(Workspace):
         message = self.find(str(args.get("channel", "")), str(args.get("ts", "")))
         if message is None:
             return {"ok": False, "error": "message_not_found"}
+        if message.bot_id != self.bot_id:
+            return {"ok": False, "error": "cant_delete_message"}
         message.deleted = True
         return {"ok": True, "channel": message.channel, "ts": message.ts}
 
@@ -258,12 +301,21 @@ class SlackStandIn(Workspace):
         return {"ok": True, "message_ts": self.next_ts()}
 
     def _start_stream(self, args: dict[str, Any]) -> dict[str, Any]:
-        if not args.get("channel"):
+        channel = str(args.get("channel") or "")
+        if not channel:
             return {"ok": False, "error": "channel_not_found"}
         if not args.get("thread_ts"):
             return {"ok": False, "error": "invalid_arguments"}
+        if not channel.startswith("D") and not (
+            args.get("recipient_user_id") and args.get("recipient_team_id")
+        ):
+            # "Required when streaming to channels" (chat.startStream's documented arguments).
+            return {"ok": False, "error": "invalid_arguments"}
         message = self._bot_message(
-            {**args, "text": ""}, streaming=True, stream_started=self.clock()
+            {**args, "text": "", "markdown_text": ""},
+            streaming=True,
+            streamed=True,
+            stream_started=self.clock(),
         )
         self._apply_stream(message, args)
         return {"ok": True, "channel": message.channel, "ts": message.ts}
@@ -275,15 +327,21 @@ class SlackStandIn(Workspace):
         if self.stream_expired(message):
             message.streaming = False
             return {"ok": False, "error": STREAM_ERROR}
+        if not (args.get("markdown_text") or args.get("chunks")):
+            # Nothing to append: the documented method requires content (`markdown_text` is a
+            # required argument; chunks stand in for it).
+            return {"ok": False, "error": "invalid_arguments"}
         self._apply_stream(message, args)
         return {"ok": True, "channel": message.channel, "ts": message.ts}
 
     def _stop_stream(self, args: dict[str, Any]) -> dict[str, Any]:
-        result = self._append_stream(args)
-        if not result["ok"]:
-            return result
-        message = self.find(str(args["channel"]), str(args["ts"]))
-        assert message is not None
+        message = self.find(str(args.get("channel", "")), str(args.get("ts", "")))
+        if message is None:
+            return {"ok": False, "error": "message_not_found"}
+        if self.stream_expired(message):
+            message.streaming = False
+            return {"ok": False, "error": STREAM_ERROR}
+        self._apply_stream(message, args)
         message.streaming = False
         if args.get("blocks"):
             message.blocks = args["blocks"]
@@ -307,38 +365,109 @@ class SlackStandIn(Workspace):
                 task.update({k: v for k, v in chunk.items() if k != "type"})
 
     def _set_status(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Assistant threads (DMs) need `assistant:write`; channel threads take it with
+        `chat:write`, which the bot has."""
         channel = str(args.get("channel_id", ""))
+        if not args.get("thread_ts") or "status" not in args:
+            return {"ok": False, "error": "invalid_arguments"}
         if not channel.startswith(self.status_channels):
             return {"ok": False, "error": "not_allowed"}
         self.statuses.append(dict(args))
         return {"ok": True}
 
     def _replies(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Oldest first, the parent included, in pages; `oldest` / `latest` bound the ts."""
         channel, ts = str(args.get("channel", "")), str(args.get("ts", ""))
         found = self.thread(channel, ts)
         if not found and not self.messages.get(channel):
             return {"ok": False, "error": "thread_not_found"}
-        with_metadata = _truthy(args.get("include_all_metadata"))
-        return {
-            "ok": True,
-            "messages": [m.to_json(with_metadata=with_metadata) for m in found],
-            "has_more": False,
-        }
+        return self._page(found, args)
 
     def _history(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Newest first, top-level messages only, in pages."""
         channel = str(args.get("channel", ""))
-        oldest = float(args.get("oldest") or 0)
+        if channel not in self.messages:
+            return {"ok": False, "error": "channel_not_found"}
+        return self._page(list(reversed(self.top_level(channel))), args)
+
+    def _page(self, ordered: list[Message], args: dict[str, Any]) -> dict[str, Any]:
+        inclusive = _truthy(args.get("inclusive"))
+        oldest, latest = _ts_bound(args.get("oldest")), _ts_bound(args.get("latest"))
+        if oldest is None or latest is None:
+            return {
+                "ok": False,
+                "error": "invalid_ts_oldest" if oldest is None else "invalid_ts_latest",
+            }
+        kept = [
+            m
+            for m in ordered
+            if (float(m.ts) > oldest or (inclusive and float(m.ts) == oldest))
+            and (latest == 0 or float(m.ts) < latest or (inclusive and float(m.ts) == latest))
+        ]
+        start = 0
+        if args.get("cursor"):
+            start = _decode_cursor(str(args["cursor"]), kept)
+            if start < 0:
+                return {"ok": False, "error": "invalid_cursor"}
+        try:
+            limit = int(args.get("limit") or 1000)
+        except ValueError:
+            return {"ok": False, "error": "invalid_limit"}
+        size = max(1, min(limit, self.page_size))
+        page = kept[start : start + size]
+        more = start + size < len(kept)
         with_metadata = _truthy(args.get("include_all_metadata"))
-        found = [m for m in self.top_level(channel) if float(m.ts) >= oldest]
-        return {
+        out: dict[str, Any] = {
             "ok": True,
-            "messages": [m.to_json(with_metadata=with_metadata) for m in reversed(found)],
-            "has_more": False,
+            "messages": [m.to_json(with_metadata=with_metadata) for m in page],
+            "has_more": more,
         }
+        next_cursor = _encode_cursor(kept[start + size].ts) if more else ""
+        out["response_metadata"] = {"next_cursor": next_cursor}
+        return out
+
+
+@functools.cache
+def sdk_arguments(method: str) -> frozenset[str] | None:
+    """The argument names the installed SDK's method for `method` declares (None: no such
+    method): what Slack documents for it, read from the client the bot itself uses."""
+    function = getattr(AsyncWebClient, method.replace(".", "_"), None)
+    if function is None:
+        return None
+    parameters = inspect.signature(function).parameters.values()
+    return frozenset(p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY)
 
 
 def _truthy(value: Any) -> bool:
     return value in (True, 1, "1", "true", "True")
+
+
+def _ts_bound(value: Any) -> float | None:
+    if value in (None, ""):
+        return 0.0
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _encode_cursor(ts: str) -> str:
+    return base64.b64encode(f"next_ts:{ts}".encode()).decode()
+
+
+def _decode_cursor(cursor: str, kept: list[Message]) -> int:
+    """Where the page a cursor names starts; -1 for a cursor this stand-in never gave."""
+    try:
+        text = base64.b64decode(cursor, validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        return -1
+    ts = text.removeprefix("next_ts:")
+    if ts == text:
+        return -1
+    for index, message in enumerate(kept):
+        if message.ts == ts:
+            return index
+    return -1
 
 
 async def _read_args(request: Request) -> dict[str, Any]:

@@ -43,6 +43,11 @@ class Message:
     thread_ts: str | None = None
     blocks: list[Any] | None = None
     metadata: dict[str, Any] | None = None
+    fallback: str | None = None
+    """The `text` argument of an update that could not change what the message shows (its
+    blocks or streamed content stay, as Slack keeps them): notification text only."""
+    streamed: bool = False
+    """Created by `chat.startStream`: what it shows is its streamed content, not `text`."""
     streaming: bool = False
     stream_started: float = 0.0
     tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -50,7 +55,7 @@ class Message:
     deleted: bool = False
 
     def to_json(self, *, with_metadata: bool = True) -> dict[str, Any]:
-        out: dict[str, Any] = {"type": "message", "ts": self.ts, "text": self.text}
+        out: dict[str, Any] = {"type": "message", "ts": self.ts, "text": self.fallback or self.text}
         if self.user:
             out["user"] = self.user
         if self.bot_id:
@@ -185,6 +190,8 @@ def _blocks_text(blocks: list[Any] | None) -> str:
         text = block.get("text") if isinstance(block, dict) else None
         if isinstance(text, dict) and text.get("text"):
             parts.append(str(text["text"]))
+        elif isinstance(text, str) and text:
+            parts.append(text)  # a `markdown` block
         for element in block.get("elements", []) if isinstance(block, dict) else []:
             if isinstance(element, dict) and element.get("type") in ("mrkdwn", "plain_text"):
                 parts.append(str(element.get("text", "")))

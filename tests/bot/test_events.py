@@ -144,9 +144,16 @@ async def test_follow_up_in_the_thread_and_direct_messages_start_turns(db_url, l
     )
     assert (await app.slack.post_event(event)).status_code == 200
     await eventually(lambda: replies(standin, "D0ALICE") and idle(standin, "D0ALICE"))
-    # in a DM the thread status is available, so progress shows there, and is cleared once the
-    # reply is done (just after the stream stops, so wait for it rather than race it)
-    assert standin.statuses[0]["channel_id"] == "D0ALICE"
-    assert standin.statuses[0]["status"]
-    await eventually(lambda: standin.statuses[-1]["status"] == "", what="status cleared")
+    # the thread status shows progress, in the channel thread (chat:write allows it there) and in
+    # the DM, and is cleared once each reply is done (just after the stream stops: wait for it)
+    for channel in (CHANNEL, "D0ALICE"):
+        statuses = [s["status"] for s in standin.statuses if s["channel_id"] == channel]
+        assert statuses
+        assert statuses[0]
+        await eventually(
+            lambda ch=channel: (
+                [s for s in standin.statuses if s["channel_id"] == ch][-1]["status"] == ""
+            ),
+            what=f"status cleared in {channel}",
+        )
     assert json.dumps(standin.statuses[-1]["status"]) == '""'
