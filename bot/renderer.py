@@ -482,7 +482,10 @@ class SessionRenderer:
             ts = await self._patient("open", part.open)
         except Uncertain:
             found = await self.find_posted(
-                part.post_key, part.target, streamed=isinstance(part, StreamPart)
+                part.post_key,
+                part.target,
+                since=part.opened_at,
+                streamed=isinstance(part, StreamPart),
             )
             if found is None:
                 ts = await self._patient("open", part.open)
@@ -561,7 +564,7 @@ class SessionRenderer:
             )
             ts = str(response["ts"])
         except Uncertain:
-            found = await self.find_posted(post.post_key, self.target)
+            found = await self.find_posted(post.post_key, self.target, since=post.opened_at)
             if found is None:
                 return await self.send_post(post)
             ts = found
@@ -571,7 +574,7 @@ class SessionRenderer:
         return ts
 
     async def find_posted(
-        self, post_key: str, target: Target, *, streamed: bool = False
+        self, post_key: str, target: Target, *, since: float = 0.0, streamed: bool = False
     ) -> str | None:
         """The ts of a post whose answer was lost, or None if Slack has no such message.
 
@@ -585,7 +588,7 @@ class SessionRenderer:
         claimed = {post.ts for post in await self.delivery.posts(self.key) if post.ts}
         me = await bot_identity(self.client) if streamed else None
         unclaimed: list[str] = []
-        async for message in self._messages(target):
+        async for message in self._messages(target, since):
             ts = str(message.get("ts", ""))
             metadata = message.get("metadata") or {}
             if (metadata.get("event_payload") or {}).get("post_key") == post_key:
@@ -597,7 +600,7 @@ class SessionRenderer:
                 unclaimed.append(ts)
         return max(unclaimed, key=float) if unclaimed else None
 
-    async def _messages(self, target: Target) -> AsyncIterator[dict[str, Any]]:
+    async def _messages(self, target: Target, since: float) -> AsyncIterator[dict[str, Any]]:
         """Every message of the thread (or the channel's top level), page by page: a long
         thread does not fit in one answer, and Slack may answer fewer than `limit` anyway."""
         cursor: str | None = None
@@ -606,7 +609,10 @@ class SessionRenderer:
                 read = functools.partial(self.client.conversations_replies, ts=target.thread_ts)
                 method = "conversations.replies"
             else:
-                read = functools.partial(self.client.conversations_history)
+                # A channel's history has no end: a top-level post is looked for in the hour
+                # before it began (Slack's ts and this host's clock agree far better than that).
+                oldest = f"{since - 3600:.6f}" if since > 3600 else None
+                read = functools.partial(self.client.conversations_history, oldest=oldest)
                 method = "conversations.history"
             page = functools.partial(
                 read,
@@ -645,6 +651,7 @@ class SessionRenderer:
                 ts = await self.find_posted(
                     post.post_key,
                     self.target,
+                    since=post.opened_at,
                     streamed=post.kind == "reply" and post.mode == "stream",
                 )
                 if ts is None:

@@ -140,7 +140,7 @@ class SlackStandIn(Workspace):
         args = await _read_args(request)
         auth = request.headers.get("authorization", "")
         fault = self.take_fault(method)
-        call = Call(method=method, args=args, at=self.clock())
+        call = Call(method=method, args=args, at=self.clock(), verb=request.method)
         self.calls.append(call)
         if fault is not None and fault.kind == "ratelimited":
             call.status = 429
@@ -386,7 +386,7 @@ class SlackStandIn(Workspace):
     def _history(self, args: dict[str, Any]) -> dict[str, Any]:
         """Newest first, top-level messages only, in pages."""
         channel = str(args.get("channel", ""))
-        if channel not in self.messages:
+        if not channel:
             return {"ok": False, "error": "channel_not_found"}
         return self._page(list(reversed(self.top_level(channel))), args)
 

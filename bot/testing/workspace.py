@@ -19,6 +19,7 @@ class Call:
     status: int = 200
     response: dict[str, Any] = field(default_factory=dict)
     at: float = 0.0
+    verb: str = "POST"
 
 
 @dataclass

@@ -14,7 +14,7 @@ from agent import ScriptedReply, ToolCall
 from agent.scripted_model import step_in_turn
 from agent.seams import ModelEvent, ModelRequest, StreamRestart, TextDelta
 from tests.bot.agents import AGENT, REFUND, SIMPLE, model
-from tests.bot.harness import approval, eventually, idle, replies
+from tests.bot.harness import ONE_PROCESS, approval, eventually, idle, replies
 
 CHANNEL = "C0CONTRACT"
 pytestmark = pytest.mark.usefixtures("serving")
@@ -127,9 +127,11 @@ async def test_a_model_stream_restart_sends_no_empty_append(db_url, launch, stan
         assert call.args.get("chunks") or call.args.get("markdown_text")
 
 
+@pytest.mark.parametrize("serving", [ONE_PROCESS], indirect=True)
 async def test_every_edit_of_a_reply_changes_what_slack_shows(db_url, launch, standin):
     """A stream Slack stopped accepting goes on by `chat.update`: with `text` alone Slack would
-    keep the streamed content and the words after it would never be seen."""
+    keep the streamed content and the words after it would never be seen. (One process: there
+    the words arrive live, one append each; the renderer is the same in a worker.)"""
     standin.fail("chat.appendStream", "not_in_streaming_state")
     slow = model([ScriptedReply(text=["One ", "two ", "three ", "four."])], delta_delay=0.6)
     app = await launch(db_url, AGENT, slow)

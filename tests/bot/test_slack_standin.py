@@ -87,7 +87,8 @@ async def test_conversations_replies_is_a_get_with_a_query_string_and_pages(clie
     assert pages == 3
     assert seen == ["the question"] + [f"reply {n}" for n in range(250)]
     [call] = standin.calls_to("conversations.replies")[:1]
-    assert call.args["ts"] == parent  # arrived as a query string: the SDK sends a GET
+    assert call.verb == "GET"  # the SDK reads with GET: the arguments came as a query string
+    assert call.args["ts"] == parent
 
     small = await client.conversations_replies(channel=CHANNEL, ts=parent, limit=10)
     assert len(small["messages"]) == 10
