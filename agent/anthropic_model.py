@@ -11,8 +11,9 @@ so this adapter sends the request again itself, and if text had already streamed
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, cast
 
 import anthropic
@@ -32,6 +33,8 @@ from agent.anthropic_request import (
 )
 from agent.errors import ModelError
 from agent.seams import ModelEvent, ModelRequest, StreamRestart, TextDelta
+
+log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
 DEFAULT_MAX_TOKENS = 4096
@@ -68,7 +71,6 @@ class _Params:
     messages: list[Block]
     tools: list[Block]
     thinking: dict[str, Any] | None
-    extra_body: dict[str, Any] = field(default_factory=dict)
 
 
 class AnthropicModel:
@@ -112,6 +114,7 @@ class AnthropicModel:
         self._max_context_tokens = max_context_tokens
         self._max_restarts = client.max_retries
         self._restart_delay = restart_delay
+        self._warned_temperature = False
 
     @classmethod
     def from_settings(cls, settings: AnthropicSettings) -> AnthropicModel:
@@ -180,7 +183,6 @@ class AnthropicModel:
             system=cast("list[TextBlockParam]", params.system) or anthropic.omit,
             tools=cast("list[ToolParam]", params.tools) or anthropic.omit,
             thinking=cast("ThinkingConfigParam", params.thinking) or anthropic.omit,
-            extra_body=params.extra_body or None,
         )
 
     def _params(self, request: ModelRequest) -> _Params:
@@ -193,11 +195,8 @@ class AnthropicModel:
         transcript = bound_transcript(
             request.messages, self._max_context_tokens, estimate_tokens([system, tools])
         )
-        extra: dict[str, Any] = {}
-        if settings.temperature is not None and not thinking:
-            # This SDK's signature has no `temperature`, so it rides as an extra body field; it is
-            # left out with thinking on, which only accepts the default.
-            extra["temperature"] = settings.temperature
+        if settings.temperature is not None:
+            self._skip_temperature(settings.temperature)
         return _Params(
             model=settings.model or self._model,
             max_tokens=max_tokens,
@@ -205,8 +204,20 @@ class AnthropicModel:
             messages=message_params(transcript),
             tools=tools,
             thinking=self._thinking_config(max_tokens) if thinking else None,
-            extra_body=extra,
         )
+
+    def _skip_temperature(self, temperature: float) -> None:
+        """The installed SDK's `messages.stream` has no `temperature` parameter, and the API
+        version it pins refuses the field as an extra input, so it is never sent. The turn still
+        runs; the operator hears why the setting does nothing, once per model."""
+        if not self._warned_temperature:
+            self._warned_temperature = True
+            log.warning(
+                "temperature %s is not sent: the Messages API of anthropic %s has no temperature "
+                "parameter (remove it from the agent's model settings)",
+                temperature,
+                anthropic.__version__,
+            )
 
     def _thinking_config(self, max_tokens: int) -> dict[str, Any]:
         if self._thinking_budget is None:

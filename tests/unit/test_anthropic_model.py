@@ -6,12 +6,15 @@ itself, and every assertion about what was sent reads the JSON body the stand-in
 
 from __future__ import annotations
 
+import inspect
 import json
+import logging
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 import pytest
 from anthropic import AsyncAnthropic
+from anthropic.resources.messages import AsyncMessages
 
 from agent.anthropic_model import AnthropicModel, AnthropicSettings
 from agent.anthropic_request import bound_transcript
@@ -317,16 +320,28 @@ async def test_request_settings_override_defaults_only_when_set(
 ) -> None:
     api.enqueue(sse_reply(Text("a")), sse_reply(Text("b")))
 
-    await collect(model, ask(model="claude-other", max_tokens=256, temperature=0.2))
+    await collect(model, ask(model="claude-other", max_tokens=256))
     await collect(model, ask())
 
     explicit, default = api.bodies
-    assert (explicit["model"], explicit["max_tokens"], explicit["temperature"]) == (
-        "claude-other",
-        256,
-        0.2,
-    )
+    assert (explicit["model"], explicit["max_tokens"]) == ("claude-other", 256)
     assert (default["model"], default["max_tokens"]) == ("claude-test", 4096)
+
+
+async def test_temperature_is_not_sent_since_the_sdk_takes_none(
+    api: AnthropicStandin, model: AnthropicModel, caplog: pytest.LogCaptureFixture
+) -> None:
+    assert "temperature" not in inspect.signature(AsyncMessages.stream).parameters
+    api.enqueue(sse_reply(Text("a")), sse_reply(Text("b")))
+
+    with caplog.at_level(logging.WARNING, logger="agent.anthropic_model"):
+        first = await collect(model, ask(temperature=0.2))
+        await collect(model, ask(temperature=0.2))
+
+    assert reply_of(first).content == (TextBlock(text="a"),)
+    assert all("temperature" not in body for body in api.bodies)
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert "temperature 0.2 is not sent" in warning
 
 
 # Stop reasons
@@ -575,16 +590,14 @@ async def test_thinking_is_off_by_default_and_on_when_asked(
     adaptive = AnthropicModel(client=client, restart_delay=0)
     budgeted = AnthropicModel(client=client, thinking=True, thinking_budget=2048)
 
-    await collect(adaptive, ask(temperature=0.5))
-    await collect(adaptive, ask(thinking=True, temperature=0.5))
+    await collect(adaptive, ask())
+    await collect(adaptive, ask(thinking=True))
     await collect(budgeted, ask())
     await collect(budgeted, ask(thinking=False))
 
     off, on, manual, opted_out = api.bodies
     assert "thinking" not in off
-    assert off["temperature"] == 0.5
     assert on["thinking"] == {"type": "adaptive"}
-    assert "temperature" not in on
     assert manual["thinking"] == {"type": "enabled", "budget_tokens": 2048}
     assert "thinking" not in opted_out
 
