@@ -19,11 +19,14 @@ from typing import Any, cast
 import anthropic
 import httpx2
 from anthropic.types import MessageParam, TextBlockParam, ThinkingConfigParam, ToolParam
-from pydantic import SecretStr
+from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agent.anthropic_reply import StreamCutError, describe, is_restartable, to_reply
 from agent.anthropic_request import (
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_MODEL,
+    MIN_THINKING_BUDGET,
     Block,
     bound_transcript,
     estimate_tokens,
@@ -36,8 +39,6 @@ from agent.seams import ModelEvent, ModelRequest, StreamRestart, TextDelta
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MODEL = "claude-sonnet-4-6"
-DEFAULT_MAX_TOKENS = 4096
 MISSING_KEY = (
     "ANTHROPIC_API_KEY is not set: the Anthropic model needs an API key. Set ANTHROPIC_API_KEY "
     "in the environment, or select the scripted model for offline use."
@@ -46,16 +47,26 @@ _MAX_RESTART_DELAY = 8.0
 
 
 class AnthropicSettings(BaseSettings):
-    """Read once at start from `ANTHROPIC_*` variables, then passed to `AnthropicModel`."""
+    """Read once at start from `ANTHROPIC_*` variables, then passed to `AnthropicModel`.
 
-    model_config = SettingsConfigDict(env_prefix="ANTHROPIC_", extra="ignore")
+    The names are the bot's (`bot.settings`), so one environment configures either host.
+    """
+
+    model_config = SettingsConfigDict(
+        env_prefix="ANTHROPIC_", extra="ignore", populate_by_name=True
+    )
 
     api_key: SecretStr | None = None
     model: str = DEFAULT_MODEL
     max_tokens: int = DEFAULT_MAX_TOKENS
     base_url: str | None = None
-    max_retries: int = 2
-    timeout: float = 600.0
+    max_retries: int = Field(default=2, ge=0)
+    timeout: float = Field(
+        default=600.0,
+        gt=0,
+        validation_alias=AliasChoices("ANTHROPIC_TIMEOUT_SECONDS", "ANTHROPIC_TIMEOUT"),
+    )
+    """Seconds; `ANTHROPIC_TIMEOUT` is the older name, still read."""
     thinking: bool = False
     thinking_budget: int | None = None
     max_context_tokens: int | None = None
@@ -78,8 +89,9 @@ class AnthropicModel:
 
     Request settings override the constructor's defaults only where they were set explicitly
     (`ModelSettings.model_fields_set`), since `ModelSettings` gives every field a default.
-    Thinking is off unless asked for; when on, it is adaptive, or manual with `thinking_budget`.
-    `max_context_tokens` bounds the request by a chars/4 estimate (see `bound_transcript`).
+    Thinking is off unless asked for; when on, it is adaptive, or manual with `thinking_budget`,
+    which is checked against the API's bounds here, at start, rather than at the first turn that
+    thinks. `max_context_tokens` bounds the request by a chars/4 estimate (see `bound_transcript`).
     """
 
     def __init__(
@@ -97,6 +109,8 @@ class AnthropicModel:
         restart_delay: float = 0.5,
         client: anthropic.AsyncAnthropic | None = None,
     ) -> None:
+        if thinking_budget is not None:
+            _check_budget(thinking_budget, max_tokens)
         if client is None:
             if not (api_key and api_key.strip()):
                 raise ModelError(MISSING_KEY)
@@ -220,10 +234,16 @@ class AnthropicModel:
             )
 
     def _thinking_config(self, max_tokens: int) -> dict[str, Any]:
+        """`max_tokens` may be the agent's own, so the budget is checked against it again."""
         if self._thinking_budget is None:
             return {"type": "adaptive"}
-        if self._thinking_budget >= max_tokens:
-            raise ModelError(
-                f"thinking_budget ({self._thinking_budget}) must be below max_tokens ({max_tokens})"
-            )
+        _check_budget(self._thinking_budget, max_tokens)
         return {"type": "enabled", "budget_tokens": self._thinking_budget}
+
+
+def _check_budget(budget: int, max_tokens: int) -> None:
+    """The API's rules for a manual budget; thinking tokens count toward `max_tokens`."""
+    if budget < MIN_THINKING_BUDGET:
+        raise ModelError(f"thinking_budget ({budget}) must be at least {MIN_THINKING_BUDGET}")
+    if budget >= max_tokens:
+        raise ModelError(f"thinking_budget ({budget}) must be below max_tokens ({max_tokens})")

@@ -804,7 +804,10 @@ async def test_configuration_is_read_from_the_environment(
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
     monkeypatch.setenv("ANTHROPIC_MODEL", "claude-from-env")
-    monkeypatch.setenv("ANTHROPIC_MAX_TOKENS", "777")
+    monkeypatch.setenv("ANTHROPIC_MAX_TOKENS", "2777")
+    monkeypatch.setenv("ANTHROPIC_THINKING", "true")
+    monkeypatch.setenv("ANTHROPIC_THINKING_BUDGET", "1500")
+    monkeypatch.setenv("ANTHROPIC_TIMEOUT_SECONDS", "33")
     api.enqueue(sse_reply(Text("configured")))
     model = AnthropicModel.from_env()
     try:
@@ -816,4 +819,30 @@ async def test_configuration_is_read_from_the_environment(
 
     (sent,) = api.requests
     assert sent.credential == KEY
-    assert (sent.body["model"], sent.body["max_tokens"]) == ("claude-from-env", 777)
+    assert (sent.body["model"], sent.body["max_tokens"]) == ("claude-from-env", 2777)
+    assert sent.body["thinking"] == {"type": "enabled", "budget_tokens": 1500}
+    assert sent.headers["x-stainless-read-timeout"] == "33.0"
+
+
+def test_the_older_timeout_name_is_still_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_TIMEOUT_SECONDS", raising=False)
+    monkeypatch.setenv("ANTHROPIC_TIMEOUT", "12")
+
+    assert AnthropicSettings().timeout == 12.0
+    assert AnthropicSettings(timeout=5).timeout == 5.0
+
+
+@pytest.mark.parametrize(
+    ("budget", "max_tokens", "problem"),
+    [
+        (4096, 4096, "thinking_budget (4096) must be below max_tokens (4096)"),
+        (1000, 4096, "thinking_budget (1000) must be at least 1024"),
+    ],
+)
+def test_a_thinking_budget_the_api_refuses_fails_at_construction(
+    budget: int, max_tokens: int, problem: str
+) -> None:
+    with pytest.raises(ModelError) as info:
+        AnthropicModel(api_key=KEY, thinking=True, thinking_budget=budget, max_tokens=max_tokens)
+
+    assert str(info.value) == problem
