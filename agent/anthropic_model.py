@@ -43,6 +43,9 @@ MISSING_KEY = (
     "ANTHROPIC_API_KEY is not set: the Anthropic model needs an API key. Set ANTHROPIC_API_KEY "
     "in the environment, or select the scripted model for offline use."
 )
+MAX_TOKENS_SETTING = "ANTHROPIC_MAX_TOKENS"
+"""Where an operator raises the default `max_tokens`: the same name for the bot and
+`AnthropicSettings`, so an error can say it whichever host built this model."""
 _MAX_RESTART_DELAY = 8.0
 
 
@@ -186,7 +189,12 @@ class AnthropicModel:
                 continue
             except (anthropic.AnthropicError, ValueError) as err:
                 raise ModelError(describe(err)) from None
-            yield to_reply(message)
+            explicit = "max_tokens" in request.settings.model_fields_set
+            yield to_reply(
+                message,
+                max_tokens=params.max_tokens,
+                max_tokens_from="the agent's model settings" if explicit else MAX_TOKENS_SETTING,
+            )
             return
 
     def _open(self, params: _Params) -> anthropic.AsyncMessageStreamManager[None]:

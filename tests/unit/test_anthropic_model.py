@@ -379,6 +379,43 @@ async def test_tool_use_stop_yields_the_calls(api: AnthropicStandin, model: Anth
     assert reply.content == (ToolCall(id="tu_1", name="lookup", input={"q": "x"}),)
 
 
+async def test_a_tool_call_cut_off_at_max_tokens_fails_the_step(
+    api: AnthropicStandin, model: AnthropicModel
+) -> None:
+    call = ToolUse("tu_1", "weather", {"city": "Paris", "days": 14}, chunk_size=24)
+    api.enqueue(
+        sse_reply(Text("Checking."), call, max_tokens_after=2),
+        sse_reply(Text("Checking."), call, max_tokens_after=2),
+    )
+
+    events, error = await collect_until_error(model, ask(), AbnormalStopError)
+    _, explicit = await collect_until_error(model, ask(max_tokens=900), AbnormalStopError)
+
+    assert deltas(events) == ["Checking."]
+    assert not any(isinstance(e, ModelReply) for e in events)
+    assert str(error) == (
+        "the model's reply was cut off at max_tokens (4096) in the middle of a tool call "
+        "(weather); no call was run, since its input may be incomplete. Raise max_tokens "
+        "(ANTHROPIC_MAX_TOKENS)."
+    )
+    assert "max_tokens (900)" in str(explicit)
+    assert "(the agent's model settings)" in str(explicit)
+
+
+@pytest.mark.parametrize("stop_reason", ["refusal", "model_context_window_exceeded", "a_new_one"])
+async def test_tool_calls_with_another_abnormal_stop_fail_the_step(
+    api: AnthropicStandin, model: AnthropicModel, stop_reason: str
+) -> None:
+    api.enqueue(sse_reply(ToolUse("tu_1", "lookup", {"q": "x"}), stop_reason=stop_reason))
+
+    _, error = await collect_until_error(model, ask(), AbnormalStopError)
+
+    assert str(error) == (
+        f"the model stopped ({stop_reason}) in the middle of a tool call (lookup); no call was "
+        "run, since its input may be incomplete."
+    )
+
+
 @pytest.mark.parametrize(
     "stop_reason",
     ["max_tokens", "refusal", "pause_turn", "model_context_window_exceeded", "a_new_reason"],
