@@ -11,18 +11,22 @@ so this adapter sends the request again itself, and if text had already streamed
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, cast
 
 import anthropic
 import httpx2
 from anthropic.types import MessageParam, TextBlockParam, ThinkingConfigParam, ToolParam
-from pydantic import SecretStr
+from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agent.anthropic_reply import StreamCutError, describe, is_restartable, to_reply
 from agent.anthropic_request import (
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_MODEL,
+    MIN_THINKING_BUDGET,
     Block,
     bound_transcript,
     estimate_tokens,
@@ -33,26 +37,39 @@ from agent.anthropic_request import (
 from agent.errors import ModelError
 from agent.seams import ModelEvent, ModelRequest, StreamRestart, TextDelta
 
-DEFAULT_MODEL = "claude-sonnet-4-6"
-DEFAULT_MAX_TOKENS = 4096
+log = logging.getLogger(__name__)
+
 MISSING_KEY = (
     "ANTHROPIC_API_KEY is not set: the Anthropic model needs an API key. Set ANTHROPIC_API_KEY "
     "in the environment, or select the scripted model for offline use."
 )
+MAX_TOKENS_SETTING = "ANTHROPIC_MAX_TOKENS"
+"""Where an operator raises the default `max_tokens`: the same name for the bot and
+`AnthropicSettings`, so an error can say it whichever host built this model."""
 _MAX_RESTART_DELAY = 8.0
 
 
 class AnthropicSettings(BaseSettings):
-    """Read once at start from `ANTHROPIC_*` variables, then passed to `AnthropicModel`."""
+    """Read once at start from `ANTHROPIC_*` variables, then passed to `AnthropicModel`.
 
-    model_config = SettingsConfigDict(env_prefix="ANTHROPIC_", extra="ignore")
+    The names are the bot's (`bot.settings`), so one environment configures either host.
+    """
+
+    model_config = SettingsConfigDict(
+        env_prefix="ANTHROPIC_", extra="ignore", populate_by_name=True
+    )
 
     api_key: SecretStr | None = None
     model: str = DEFAULT_MODEL
     max_tokens: int = DEFAULT_MAX_TOKENS
     base_url: str | None = None
-    max_retries: int = 2
-    timeout: float = 600.0
+    max_retries: int = Field(default=2, ge=0)
+    timeout: float = Field(
+        default=600.0,
+        gt=0,
+        validation_alias=AliasChoices("ANTHROPIC_TIMEOUT_SECONDS", "ANTHROPIC_TIMEOUT"),
+    )
+    """Seconds; `ANTHROPIC_TIMEOUT` is the older name, still read."""
     thinking: bool = False
     thinking_budget: int | None = None
     max_context_tokens: int | None = None
@@ -68,7 +85,6 @@ class _Params:
     messages: list[Block]
     tools: list[Block]
     thinking: dict[str, Any] | None
-    extra_body: dict[str, Any] = field(default_factory=dict)
 
 
 class AnthropicModel:
@@ -76,8 +92,9 @@ class AnthropicModel:
 
     Request settings override the constructor's defaults only where they were set explicitly
     (`ModelSettings.model_fields_set`), since `ModelSettings` gives every field a default.
-    Thinking is off unless asked for; when on, it is adaptive, or manual with `thinking_budget`.
-    `max_context_tokens` bounds the request by a chars/4 estimate (see `bound_transcript`).
+    Thinking is off unless asked for; when on, it is adaptive, or manual with `thinking_budget`,
+    which is checked against the API's bounds here, at start, rather than at the first turn that
+    thinks. `max_context_tokens` bounds the request by a chars/4 estimate (see `bound_transcript`).
     """
 
     def __init__(
@@ -95,6 +112,8 @@ class AnthropicModel:
         restart_delay: float = 0.5,
         client: anthropic.AsyncAnthropic | None = None,
     ) -> None:
+        if thinking_budget is not None:
+            _check_budget(thinking_budget, max_tokens)
         if client is None:
             if not (api_key and api_key.strip()):
                 raise ModelError(MISSING_KEY)
@@ -112,6 +131,7 @@ class AnthropicModel:
         self._max_context_tokens = max_context_tokens
         self._max_restarts = client.max_retries
         self._restart_delay = restart_delay
+        self._warned_temperature = False
 
     @classmethod
     def from_settings(cls, settings: AnthropicSettings) -> AnthropicModel:
@@ -169,7 +189,12 @@ class AnthropicModel:
                 continue
             except (anthropic.AnthropicError, ValueError) as err:
                 raise ModelError(describe(err)) from None
-            yield to_reply(message)
+            explicit = "max_tokens" in request.settings.model_fields_set
+            yield to_reply(
+                message,
+                max_tokens=params.max_tokens,
+                max_tokens_from="the agent's model settings" if explicit else MAX_TOKENS_SETTING,
+            )
             return
 
     def _open(self, params: _Params) -> anthropic.AsyncMessageStreamManager[None]:
@@ -180,7 +205,6 @@ class AnthropicModel:
             system=cast("list[TextBlockParam]", params.system) or anthropic.omit,
             tools=cast("list[ToolParam]", params.tools) or anthropic.omit,
             thinking=cast("ThinkingConfigParam", params.thinking) or anthropic.omit,
-            extra_body=params.extra_body or None,
         )
 
     def _params(self, request: ModelRequest) -> _Params:
@@ -193,11 +217,8 @@ class AnthropicModel:
         transcript = bound_transcript(
             request.messages, self._max_context_tokens, estimate_tokens([system, tools])
         )
-        extra: dict[str, Any] = {}
-        if settings.temperature is not None and not thinking:
-            # This SDK's signature has no `temperature`, so it rides as an extra body field; it is
-            # left out with thinking on, which only accepts the default.
-            extra["temperature"] = settings.temperature
+        if settings.temperature is not None:
+            self._skip_temperature(settings.temperature)
         return _Params(
             model=settings.model or self._model,
             max_tokens=max_tokens,
@@ -205,14 +226,32 @@ class AnthropicModel:
             messages=message_params(transcript),
             tools=tools,
             thinking=self._thinking_config(max_tokens) if thinking else None,
-            extra_body=extra,
         )
 
+    def _skip_temperature(self, temperature: float) -> None:
+        """The installed SDK's `messages.stream` has no `temperature` parameter, and the API
+        version it pins refuses the field as an extra input, so it is never sent. The turn still
+        runs; the operator hears why the setting does nothing, once per model."""
+        if not self._warned_temperature:
+            self._warned_temperature = True
+            log.warning(
+                "temperature %s is not sent: the Messages API of anthropic %s has no temperature "
+                "parameter (remove it from the agent's model settings)",
+                temperature,
+                anthropic.__version__,
+            )
+
     def _thinking_config(self, max_tokens: int) -> dict[str, Any]:
+        """`max_tokens` may be the agent's own, so the budget is checked against it again."""
         if self._thinking_budget is None:
             return {"type": "adaptive"}
-        if self._thinking_budget >= max_tokens:
-            raise ModelError(
-                f"thinking_budget ({self._thinking_budget}) must be below max_tokens ({max_tokens})"
-            )
+        _check_budget(self._thinking_budget, max_tokens)
         return {"type": "enabled", "budget_tokens": self._thinking_budget}
+
+
+def _check_budget(budget: int, max_tokens: int) -> None:
+    """The API's rules for a manual budget; thinking tokens count toward `max_tokens`."""
+    if budget < MIN_THINKING_BUDGET:
+        raise ModelError(f"thinking_budget ({budget}) must be at least {MIN_THINKING_BUDGET}")
+    if budget >= max_tokens:
+        raise ModelError(f"thinking_budget ({budget}) must be below max_tokens ({max_tokens})")

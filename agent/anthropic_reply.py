@@ -3,8 +3,15 @@
 A reply's stop reason decides whether the step may commit: a normal stop always may, while an
 abnormal one (max_tokens, refusal, pause_turn, or any reason this code has not met yet) may only
 if the model said something, because committing an empty reply would leave the user with
-silence and no error. Errors become `ModelError`s whose message is one line a person can act on:
-no SDK traceback, no request headers, so never the API key.
+silence and no error, and never if it holds a tool call. Generation stopped before the model
+finished, so a call may be missing the end of its input, and the SDK parses half-sent JSON
+leniently: `{"amount_cents": 100` cut from `100000` reads as a whole, valid input. Running it
+could do the wrong thing. Continuing the generation is no way out: a prefill cannot reopen a
+half-written tool_use block, and newer models refuse prefill altogether. So the step fails, and
+its error says which limit to raise.
+
+Errors become `ModelError`s whose message is one line a person can act on: no SDK traceback, no
+request headers, so never the API key.
 """
 
 from __future__ import annotations
@@ -35,13 +42,37 @@ class StreamCutError(Exception):
     """The stream ended without `message_stop`: the reply may be missing its tail."""
 
 
-def to_reply(message: api.Message) -> ModelReply:
-    """Raises `AbnormalStopError` instead of returning an abnormal stop with nothing in it."""
+def to_reply(message: api.Message, *, max_tokens: int, max_tokens_from: str) -> ModelReply:
+    """Raises `AbnormalStopError` instead of returning an abnormal stop that is empty or holds
+    tool calls; `max_tokens_from` names the setting to raise when the cut was max_tokens."""
     content = tuple(b for b in map(_content_block, message.content) if b is not None)
     stop_reason = message.stop_reason or "unknown"
-    if stop_reason not in NORMAL_STOPS and not _says_something(content):
-        raise AbnormalStopError(f"the model stopped ({stop_reason}) with an empty reply")
+    if stop_reason not in NORMAL_STOPS:
+        calls = [b.name for b in content if isinstance(b, ToolCall)]
+        if calls:
+            raise AbnormalStopError(
+                _cut_calls(stop_reason, calls, max_tokens=max_tokens, where=max_tokens_from)
+            )
+        if not _says_something(content):
+            raise AbnormalStopError(f"the model stopped ({stop_reason}) with an empty reply")
     return ModelReply(content=content, stop_reason=stop_reason, usage=to_usage(message.usage))
+
+
+def _cut_calls(stop_reason: str, calls: list[str], *, max_tokens: int, where: str) -> str:
+    """Names the calls (never their input, which may hold what the user typed)."""
+    names = ", ".join(calls)
+    stopped = (
+        f"the model's reply was cut off at max_tokens ({max_tokens})"
+        if stop_reason == "max_tokens"
+        else f"the model stopped ({stop_reason})"
+    )
+    text = (
+        f"{stopped} in the middle of a tool call ({names}); no call was run, since its input "
+        "may be incomplete."
+    )
+    if stop_reason == "max_tokens":
+        text += f" Raise max_tokens ({where})."
+    return text
 
 
 def to_usage(usage: api.Usage) -> Usage:

@@ -33,6 +33,14 @@ Block = dict[str, Any]
 Role = Literal["user", "assistant"]
 ApiMessage = dict[str, Any]
 
+DEFAULT_MODEL = "claude-sonnet-4-6"
+"""The one default model, for the engine and the bot's settings alike. It lives here, not beside
+the adapter, so a host can read it without importing the SDK; it must not be one the installed
+SDK lists in `DEPRECATED_MODELS` (a test checks)."""
+DEFAULT_MAX_TOKENS = 4096
+MIN_THINKING_BUDGET = 1024
+"""The API's floor for a manual thinking budget (`budget_tokens`), as the SDK documents it."""
+
 CACHE_BREAKPOINT: dict[str, str] = {"type": "ephemeral"}
 CHARS_PER_TOKEN = 4
 """The context estimate: JSON characters of the request divided by four. It overestimates prose

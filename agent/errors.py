@@ -3,7 +3,7 @@
     AgentError
     ├── AssemblyError            an agent definition that cannot run (bad tool, bad policy)
     ├── ModelError               the model seam failed; the step did not commit
-    │   └── AbnormalStopError    the provider stopped abnormally with an empty reply
+    │   └── AbnormalStopError    an abnormal stop with an empty reply, or with tool calls
     ├── StoreError               the store seam failed
     │   ├── LeaseLostError       this worker no longer holds the session's lease (fence failed)
     │   ├── SchemaMismatchError  the database schema is not the one this code knows
@@ -44,7 +44,8 @@ class ModelError(AgentError):
 
 
 class AbnormalStopError(ModelError):
-    """A stop like max_tokens or refusal with an empty reply: committing it would be silence."""
+    """A stop like max_tokens or refusal with an empty reply (committing it would be silence) or
+    with tool calls in it (their input may be cut short, so running them could do harm)."""
 
 
 class StoreError(AgentError):

@@ -446,6 +446,8 @@ class ModelSettings(_Frozen):
     model: str | None = None
     max_tokens: int = 1024
     temperature: float | None = None
+    """Honoured only by adapters whose API takes it. `AnthropicModel` sends none: the installed
+    `anthropic` SDK's Messages API has no temperature parameter. It logs a warning instead."""
     thinking: bool = False
 
 

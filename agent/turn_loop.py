@@ -341,6 +341,26 @@ class TurnRunner:
             raise TurnFailure("ModelError: the model stream ended without a reply")
         return reply
 
+    def _refuse_abnormal(self, stop_reason: str, message: AssistantMessage) -> None:
+        """An abnormal stop commits only a reply that says something and calls nothing.
+
+        Empty, it would leave the user with silence; with tool calls, generation stopped before
+        the model finished them, so an input may be cut short yet parse (an amount of `100`
+        cut from `100000`). Adapters check this too (and can say which limit to raise); this is
+        the engine's own guard, for every `Model`.
+        """
+        if message.tool_calls:
+            names = ", ".join(call.name for call in message.tool_calls)
+            error = AbnormalStopError(
+                f"the model stopped ({stop_reason}) in the middle of a tool call ({names}); no "
+                "call was run, since its input may be incomplete"
+            )
+        elif not message.text:
+            error = AbnormalStopError(f"the model stopped with {stop_reason!r} and an empty reply")
+        else:
+            return
+        raise TurnFailure(describe_error(error, redact=self.env.redact))
+
     async def _model_step(self) -> TurnResult | None:
         """Commit one model step; returns the result when the reply ends the turn."""
         index = len(self.transcript)
@@ -351,11 +371,8 @@ class TurnRunner:
             stop_reason=reply.stop_reason,
             usage=reply.usage,
         )
-        if reply.stop_reason not in NORMAL_STOPS and not message.text and not message.tool_calls:
-            error = AbnormalStopError(
-                f"the model stopped with {reply.stop_reason!r} and an empty reply"
-            )
-            raise TurnFailure(describe_error(error, redact=self.env.redact))
+        if reply.stop_reason not in NORMAL_STOPS:
+            self._refuse_abnormal(reply.stop_reason, message)
         events: list[TurnEvent] = [
             MessageCompleted(
                 session=self.session, turn_id=self.turn_id, index=index, text=message.text

@@ -256,6 +256,7 @@ def serving_app(
 
 
 def build_model(settings: Settings) -> Any:
+    """Raises `ModelError` at start for a missing key or a budget the API would refuse."""
     from agent.anthropic_model import AnthropicModel
 
     key = settings.anthropic_api_key
@@ -264,6 +265,10 @@ def build_model(settings: Settings) -> Any:
         base_url=settings.anthropic_base_url,
         model=settings.anthropic_model,
         max_tokens=settings.anthropic_max_tokens,
+        thinking=settings.anthropic_thinking,
+        thinking_budget=settings.anthropic_thinking_budget,
+        timeout=settings.anthropic_timeout,
+        max_retries=settings.anthropic_max_retries,
     )
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from agent.anthropic_request import DEFAULT_MAX_TOKENS, DEFAULT_MODEL, MIN_THINKING_BUDGET
 from agent.redaction import password_in_url
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./data/bot.db"
@@ -40,8 +41,19 @@ class Settings(BaseSettings):
     slack_api_url: str = Field(default="https://slack.com/api/", alias="SLACK_API_URL")
     anthropic_api_key: SecretStr | None = Field(default=None, alias="ANTHROPIC_API_KEY")
     anthropic_base_url: str | None = Field(default=None, alias="ANTHROPIC_BASE_URL")
-    anthropic_model: str = Field(default="claude-sonnet-4-5", alias="ANTHROPIC_MODEL")
-    anthropic_max_tokens: int = Field(default=4096, alias="ANTHROPIC_MAX_TOKENS")
+    anthropic_model: str = Field(default=DEFAULT_MODEL, alias="ANTHROPIC_MODEL")
+    anthropic_max_tokens: int = Field(
+        default=DEFAULT_MAX_TOKENS, ge=1, alias="ANTHROPIC_MAX_TOKENS"
+    )
+    anthropic_thinking: bool = Field(default=False, alias="ANTHROPIC_THINKING")
+    anthropic_thinking_budget: int | None = Field(default=None, alias="ANTHROPIC_THINKING_BUDGET")
+    """Unset: thinking, when on, is adaptive (the model decides how much). Set: a manual budget,
+    at least 1,024 and below `ANTHROPIC_MAX_TOKENS`, checked when a command starts. It also
+    applies when an agent's own model settings turn thinking on."""
+    anthropic_timeout: float = Field(default=600.0, gt=0, alias="ANTHROPIC_TIMEOUT_SECONDS")
+    """Per request to the Messages API (the SDK's `timeout`); a stream counts as one request."""
+    anthropic_max_retries: int = Field(default=2, ge=0, alias="ANTHROPIC_MAX_RETRIES")
+    """The SDK's retries of a refused request, and the adapter's restarts of a broken stream."""
     agent_dir: str | None = Field(default=None, alias="AGENT_DIR")
     host: str = Field(default="0.0.0.0", alias="HOST")
     port: int = Field(default=3000, alias="PORT")
@@ -71,14 +83,38 @@ class Settings(BaseSettings):
     log_format: str = Field(default="json", alias="LOG_FORMAT")
 
     def require(self, command: str) -> None:
-        """Raise `ConfigError` listing every setting `command` needs and lacks."""
-        missing = [name for name in NEEDS.get(command, ()) if not self._present(name)]
+        """Raise `ConfigError` listing every setting `command` needs and lacks, and every value
+        it would only find wrong later (at the first turn, in front of a user)."""
+        needs = NEEDS.get(command, ())
+        missing = [name for name in needs if not self._present(name)]
+        problems = self._anthropic_problems() if "ANTHROPIC_API_KEY" in needs else []
+        if not (missing or problems):
+            return
+        parts = []
         if missing:
-            raise ConfigError(
-                f"`bot {command}` cannot start: missing setting{'s' if len(missing) > 1 else ''} "
-                f"{', '.join(missing)}. Set {'them' if len(missing) > 1 else 'it'} in the "
-                "environment or in .env (see the README's configuration table)."
+            parts.append(
+                f"missing setting{'s' if len(missing) > 1 else ''} {', '.join(missing)}. Set "
+                f"{'them' if len(missing) > 1 else 'it'} in the environment or in .env"
             )
+        parts += problems
+        raise ConfigError(
+            f"`bot {command}` cannot start: {'; '.join(parts)} (see the README's configuration "
+            "table)."
+        )
+
+    def _anthropic_problems(self) -> list[str]:
+        """Cross-field rules pydantic cannot state on one field; values only, never the key."""
+        budget = self.anthropic_thinking_budget
+        if budget is None:
+            return []
+        if budget < MIN_THINKING_BUDGET:
+            return [f"ANTHROPIC_THINKING_BUDGET ({budget}) must be at least {MIN_THINKING_BUDGET}"]
+        if budget >= self.anthropic_max_tokens:
+            return [
+                f"ANTHROPIC_THINKING_BUDGET ({budget}) must be below ANTHROPIC_MAX_TOKENS "
+                f"({self.anthropic_max_tokens}): thinking tokens count toward max_tokens"
+            ]
+        return []
 
     def _present(self, alias: str) -> bool:
         for name, info in type(self).model_fields.items():

@@ -303,6 +303,38 @@ async def test_abnormal_empty_stop_fails_before_commit(store: SessionStore, stop
     assert await store.load_steps("s1", (await store.list_turns("s1"))[0].turn_id) == {}
 
 
+@pytest.mark.parametrize(
+    "stop", ["max_tokens", "model_context_window_exceeded", "refusal", "some_new_reason"]
+)
+async def test_tool_calls_of_an_abnormal_stop_are_never_run(store: SessionStore, stop: str) -> None:
+    ran: list[dict[str, Any]] = []
+
+    @tool
+    async def refund(order: str, amount_cents: int) -> str:
+        """Refund part of an order."""
+        ran.append({"order": order, "amount_cents": amount_cents})
+        return "ok"
+
+    agent = Agent(name="a", instructions="x", tools=[refund])
+    cut = ScriptedReply(
+        text="Refunding.",
+        tool_calls=[("c1", "refund", {"order": "A-1", "amount_cents": 100})],
+        stop_reason=stop,
+    )
+    sink = RecordingSink()
+    async with _runtime(store, ScriptedModel([cut]), agent, sink=sink) as rt:
+        result = await rt.session(agent, "s1").turn("refund A-1")
+
+    assert ran == []
+    assert result.status == TurnStatus.FAILED
+    assert result.error is not None
+    assert result.error.startswith("AbnormalStopError:")
+    assert stop in result.error
+    assert "refund" in result.error
+    assert [m.role for m in await store.load_transcript("s1")] == ["user"]
+    assert "action.requested" not in sink.types()
+
+
 async def test_abnormal_stop_with_content_commits(store: SessionStore) -> None:
     agent = Agent(name="a", instructions="x")
     model = ScriptedModel([ScriptedReply(text="partial answer", stop_reason="max_tokens")])

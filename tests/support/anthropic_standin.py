@@ -3,8 +3,11 @@
 Tests queue what the next calls answer (a streamed message, an HTTP error, a stream that breaks
 with an `error` event) and read back every request body the SDK sent. The stand-in also checks
 the request rules the real API enforces and answers 400 where it would, so a malformed request
-fails the test that made it. It is stricter than the API in one place on purpose: roles must
-strictly alternate, so an adapter that forgets to batch tool results is caught here.
+fails the test that made it. A body field that the installed SDK's `messages.create` does not
+take is refused as the API version it pins refuses it ("<field>: Extra inputs are not
+permitted"); the accepted set is read off the SDK's signature, so it follows SDK upgrades. It is
+stricter than the API in one place on purpose: roles must strictly alternate, so an adapter that
+forgets to batch tool results is caught here.
 
     with AnthropicStandin() as api:
         api.enqueue(sse_reply(Text("Hello")))
@@ -14,6 +17,7 @@ strictly alternate, so an adapter that forgets to batch tool results is caught h
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import threading
 from collections import deque
@@ -22,6 +26,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
+from anthropic.resources.messages import AsyncMessages
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -30,6 +35,13 @@ from starlette.routing import Route
 from tests.support.threaded_server import ThreadedServer
 
 Event = tuple[str, dict[str, Any]]
+
+TRANSPORT_ARGUMENTS = frozenset({"extra_headers", "extra_query", "extra_body", "timeout", "betas"})
+"""Arguments of the SDK's methods that shape the HTTP call rather than name a body field."""
+ACCEPTED_FIELDS = frozenset(inspect.signature(AsyncMessages.create).parameters) - {
+    "self",
+    *TRANSPORT_ARGUMENTS,
+}
 
 
 @dataclass(frozen=True)
@@ -100,15 +112,20 @@ def sse_reply(
     fail_after: int | None = None,
     error_type: str = "overloaded_error",
     cut_after: int | None = None,
+    max_tokens_after: int | None = None,
 ) -> SseReply:
     """A streamed message as the API sends it: `message_start`, blocks, `message_delta`, stop.
 
     `fail_after=n` breaks the stream with an `error` event after its n-th delta;
-    `cut_after=n` ends it there silently, as a dropped connection would.
+    `cut_after=n` ends it there silently, as a dropped connection would;
+    `max_tokens_after=n` is the model running out of tokens after its n-th delta: the open block
+    is closed where it stands (a tool call with half its JSON) and the stop is `max_tokens`.
     """
     stop = stop_reason or (
         "tool_use" if any(isinstance(c, ToolUse) for c in content) else "end_turn"
     )
+    if max_tokens_after is not None:
+        stop = "max_tokens"
     usage: dict[str, Any] = {"input_tokens": input_tokens, "output_tokens": 1}
     if cache_read is not None:
         usage["cache_read_input_tokens"] = cache_read
@@ -129,6 +146,8 @@ def sse_reply(
                 return SseReply([*events, _error_event(error_type)])
             if deltas == cut_after:
                 return SseReply(events)
+            if deltas == max_tokens_after:
+                break
             events.append(
                 (
                     "content_block_delta",
@@ -137,6 +156,8 @@ def sse_reply(
             )
             deltas += 1
         events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+        if deltas == max_tokens_after:
+            break
     events.append(
         (
             "message_delta",
@@ -251,11 +272,17 @@ def request_problem(body: dict[str, Any]) -> str | None:
     for key in ("model", "max_tokens", "messages"):
         if key not in body:
             return f"{key}: Field required"
+    for key in body:
+        if key not in ACCEPTED_FIELDS:
+            return f"{key}: Extra inputs are not permitted"
     if body.get("stream") is not True:
         return "the stand-in only speaks streaming"
     messages: list[dict[str, Any]] = body["messages"]
     if not messages or messages[0]["role"] != "user":
         return "messages: first message must use the user role"
+    problem = _thinking_problem(body)
+    if problem is not None:
+        return problem
     breakpoints = sum(1 for b in _all_blocks(body) if "cache_control" in b)
     if breakpoints > 4:
         return f"A maximum of 4 blocks with cache_control may be provided. Found {breakpoints}."
@@ -267,6 +294,23 @@ def request_problem(body: dict[str, Any]) -> str | None:
         if problem is not None:
             return problem
         previous = message
+    return None
+
+
+def _thinking_problem(body: dict[str, Any]) -> str | None:
+    """The bounds the SDK documents on a manual budget: at least 1,024, below `max_tokens`."""
+    thinking = body.get("thinking") or {}
+    if thinking.get("type") != "enabled":
+        return None
+    budget = thinking.get("budget_tokens")
+    if not isinstance(budget, int) or budget < 1024:
+        return "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+    if budget >= body["max_tokens"]:
+        return (
+            "`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our "
+            "documentation at https://docs.claude.com/en/docs/build-with-claude/"
+            "extended-thinking#max-tokens-and-context-window-size"
+        )
     return None
 
 

@@ -6,12 +6,15 @@ itself, and every assertion about what was sent reads the JSON body the stand-in
 
 from __future__ import annotations
 
+import inspect
 import json
+import logging
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 import pytest
 from anthropic import AsyncAnthropic
+from anthropic.resources.messages import AsyncMessages
 
 from agent.anthropic_model import AnthropicModel, AnthropicSettings
 from agent.anthropic_request import bound_transcript
@@ -317,16 +320,28 @@ async def test_request_settings_override_defaults_only_when_set(
 ) -> None:
     api.enqueue(sse_reply(Text("a")), sse_reply(Text("b")))
 
-    await collect(model, ask(model="claude-other", max_tokens=256, temperature=0.2))
+    await collect(model, ask(model="claude-other", max_tokens=256))
     await collect(model, ask())
 
     explicit, default = api.bodies
-    assert (explicit["model"], explicit["max_tokens"], explicit["temperature"]) == (
-        "claude-other",
-        256,
-        0.2,
-    )
+    assert (explicit["model"], explicit["max_tokens"]) == ("claude-other", 256)
     assert (default["model"], default["max_tokens"]) == ("claude-test", 4096)
+
+
+async def test_temperature_is_not_sent_since_the_sdk_takes_none(
+    api: AnthropicStandin, model: AnthropicModel, caplog: pytest.LogCaptureFixture
+) -> None:
+    assert "temperature" not in inspect.signature(AsyncMessages.stream).parameters
+    api.enqueue(sse_reply(Text("a")), sse_reply(Text("b")))
+
+    with caplog.at_level(logging.WARNING, logger="agent.anthropic_model"):
+        first = await collect(model, ask(temperature=0.2))
+        await collect(model, ask(temperature=0.2))
+
+    assert reply_of(first).content == (TextBlock(text="a"),)
+    assert all("temperature" not in body for body in api.bodies)
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert "temperature 0.2 is not sent" in warning
 
 
 # Stop reasons
@@ -362,6 +377,43 @@ async def test_tool_use_stop_yields_the_calls(api: AnthropicStandin, model: Anth
 
     assert reply.stop_reason == "tool_use"
     assert reply.content == (ToolCall(id="tu_1", name="lookup", input={"q": "x"}),)
+
+
+async def test_a_tool_call_cut_off_at_max_tokens_fails_the_step(
+    api: AnthropicStandin, model: AnthropicModel
+) -> None:
+    call = ToolUse("tu_1", "weather", {"city": "Paris", "days": 14}, chunk_size=24)
+    api.enqueue(
+        sse_reply(Text("Checking."), call, max_tokens_after=2),
+        sse_reply(Text("Checking."), call, max_tokens_after=2),
+    )
+
+    events, error = await collect_until_error(model, ask(), AbnormalStopError)
+    _, explicit = await collect_until_error(model, ask(max_tokens=900), AbnormalStopError)
+
+    assert deltas(events) == ["Checking."]
+    assert not any(isinstance(e, ModelReply) for e in events)
+    assert str(error) == (
+        "the model's reply was cut off at max_tokens (4096) in the middle of a tool call "
+        "(weather); no call was run, since its input may be incomplete. Raise max_tokens "
+        "(ANTHROPIC_MAX_TOKENS)."
+    )
+    assert "max_tokens (900)" in str(explicit)
+    assert "(the agent's model settings)" in str(explicit)
+
+
+@pytest.mark.parametrize("stop_reason", ["refusal", "model_context_window_exceeded", "a_new_one"])
+async def test_tool_calls_with_another_abnormal_stop_fail_the_step(
+    api: AnthropicStandin, model: AnthropicModel, stop_reason: str
+) -> None:
+    api.enqueue(sse_reply(ToolUse("tu_1", "lookup", {"q": "x"}), stop_reason=stop_reason))
+
+    _, error = await collect_until_error(model, ask(), AbnormalStopError)
+
+    assert str(error) == (
+        f"the model stopped ({stop_reason}) in the middle of a tool call (lookup); no call was "
+        "run, since its input may be incomplete."
+    )
 
 
 @pytest.mark.parametrize(
@@ -575,16 +627,14 @@ async def test_thinking_is_off_by_default_and_on_when_asked(
     adaptive = AnthropicModel(client=client, restart_delay=0)
     budgeted = AnthropicModel(client=client, thinking=True, thinking_budget=2048)
 
-    await collect(adaptive, ask(temperature=0.5))
-    await collect(adaptive, ask(thinking=True, temperature=0.5))
+    await collect(adaptive, ask())
+    await collect(adaptive, ask(thinking=True))
     await collect(budgeted, ask())
     await collect(budgeted, ask(thinking=False))
 
     off, on, manual, opted_out = api.bodies
     assert "thinking" not in off
-    assert off["temperature"] == 0.5
     assert on["thinking"] == {"type": "adaptive"}
-    assert "temperature" not in on
     assert manual["thinking"] == {"type": "enabled", "budget_tokens": 2048}
     assert "thinking" not in opted_out
 
@@ -791,7 +841,10 @@ async def test_configuration_is_read_from_the_environment(
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
     monkeypatch.setenv("ANTHROPIC_MODEL", "claude-from-env")
-    monkeypatch.setenv("ANTHROPIC_MAX_TOKENS", "777")
+    monkeypatch.setenv("ANTHROPIC_MAX_TOKENS", "2777")
+    monkeypatch.setenv("ANTHROPIC_THINKING", "true")
+    monkeypatch.setenv("ANTHROPIC_THINKING_BUDGET", "1500")
+    monkeypatch.setenv("ANTHROPIC_TIMEOUT_SECONDS", "33")
     api.enqueue(sse_reply(Text("configured")))
     model = AnthropicModel.from_env()
     try:
@@ -803,4 +856,30 @@ async def test_configuration_is_read_from_the_environment(
 
     (sent,) = api.requests
     assert sent.credential == KEY
-    assert (sent.body["model"], sent.body["max_tokens"]) == ("claude-from-env", 777)
+    assert (sent.body["model"], sent.body["max_tokens"]) == ("claude-from-env", 2777)
+    assert sent.body["thinking"] == {"type": "enabled", "budget_tokens": 1500}
+    assert sent.headers["x-stainless-read-timeout"] == "33.0"
+
+
+def test_the_older_timeout_name_is_still_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_TIMEOUT_SECONDS", raising=False)
+    monkeypatch.setenv("ANTHROPIC_TIMEOUT", "12")
+
+    assert AnthropicSettings().timeout == 12.0
+    assert AnthropicSettings(timeout=5).timeout == 5.0
+
+
+@pytest.mark.parametrize(
+    ("budget", "max_tokens", "problem"),
+    [
+        (4096, 4096, "thinking_budget (4096) must be below max_tokens (4096)"),
+        (1000, 4096, "thinking_budget (1000) must be at least 1024"),
+    ],
+)
+def test_a_thinking_budget_the_api_refuses_fails_at_construction(
+    budget: int, max_tokens: int, problem: str
+) -> None:
+    with pytest.raises(ModelError) as info:
+        AnthropicModel(api_key=KEY, thinking=True, thinking_budget=budget, max_tokens=max_tokens)
+
+    assert str(info.value) == problem
