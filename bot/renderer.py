@@ -245,7 +245,12 @@ class SessionRenderer:
                 await self._end(view, None)
             case "turn.failed":
                 view = await self._view(event.turn_id)
-                log.warning("turn failed", extra={"session": self.key, "turn": event.turn_id})
+                # The error text was scrubbed of secrets when the engine stored it; operators
+                # need it (e.g. "raise ANTHROPIC_MAX_TOKENS"); the thread gets the plain apology.
+                log.warning(
+                    "turn failed",
+                    extra={"session": self.key, "turn": event.turn_id, "error": event.error},
+                )
                 await self._end(view, FAILED)
             case "turn.cancelled":
                 view = await self._view(event.turn_id)
