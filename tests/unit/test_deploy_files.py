@@ -131,16 +131,18 @@ def test_the_lock_pins_every_line_to_one_version() -> None:
             assert PIN.match(stripped), f"not a pin: {stripped}"
 
 
-FIRST_RELEASE_WITH = {
-    "slack-sdk": ("3.40.0", "slack_sdk.models.messages.chunk (chat streaming chunks)"),
-}
-"""Modules the code imports and the first release that has them (read from the releases'
-wheels). A floor below it installs a version on which `import bot` fails."""
+FIRST_RELEASE_WITH = [
+    ("slack-sdk", "3.40.0", "slack_sdk.models.messages.chunk (the streamed reply's chunks)"),
+    ("slack-sdk", "3.43.0", "AsyncChatStream.ts (the streamed message's ts, read on start)"),
+]
+"""What the code uses that a dependency did not always have, and the first release with it (read
+from the releases' wheels: 3.39.0 has no chunk module, 3.42.0's AsyncChatStream has no `ts`).
+A floor below it installs a version on which the bot fails: at import, or at its first reply."""
 
 
-def test_dependency_floors_have_what_the_code_imports() -> None:
+def test_dependency_floors_have_what_the_code_uses() -> None:
     floors = {canonicalize_name(r.name): r.specifier for r in _runtime_requirements()}
-    for package, (first, what) in FIRST_RELEASE_WITH.items():
+    for package, first, what in FIRST_RELEASE_WITH:
         specifier: SpecifierSet = floors[canonicalize_name(package)]
         lowest = [s.version for s in specifier if s.operator in (">=", "==", "~=")]
         assert lowest, f"{package} has no lower bound"
