@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench install clean
+.PHONY: demo test lint bench install clean lock
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,12 @@ lint: install
 
 test: lint
 	$(BIN)/pytest
+
+# The deploy lock file: every package pinned, resolved from pyproject.toml (README, "Deploy").
+lock: install
+	$(BIN)/python -m pip install --quiet uv
+	$(BIN)/uv pip compile pyproject.toml --universal --python-version 3.11 --upgrade \
+		-o requirements.lock
 
 bench: install
 	$(BIN)/python -m bench

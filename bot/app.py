@@ -40,6 +40,7 @@ from bot.payload_shape import problem as payload_problem
 from bot.render_pool import RendererPool
 from bot.renderer import RenderSettings
 from bot.request_checks import headers_well_formed, parse_payload, utf8
+from bot.resets import Resets
 from bot.settings import Settings
 from bot.slack_calls import make_client
 from storage import SqlStore
@@ -94,6 +95,7 @@ class SlackBot:
             delivery=delivery,
             renderers=self.renderers,
             answers=self.answers,
+            resets=Resets(runtime=runtime, agent=agent, delivery=delivery, client=client),
             replace_in_flight=settings.replace_in_flight,
             reset_command=settings.reset_command,
             max_inbound_chars=settings.max_inbound_chars,

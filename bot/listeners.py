@@ -4,8 +4,8 @@ Events run before the response (`process_before_response=True`): the listener's 
 short commits, the durable `session.start` and then where the replies go, so the 200 Slack gets
 means "the turn is queued" and a crash before it makes Slack retry instead of losing the message.
 A button click is applied (the answer committed) before its `ack()`, for the same reason; what it
-shows in Slack follows the response. The slash command `ack()`s at once and resets in a lazy
-listener after the response.
+shows in Slack follows the response. The reset slash command and message shortcut `ack()` at
+once and reset in a lazy listener after the response (`bot.resets`).
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ from agent import Agent, Runtime
 from agent.errors import SessionSuspendedError
 from bot.answers import AnswerHandler
 from bot.approvals import APPROVE, DENY
-from bot.inbound import SlackMessage, person_message, session_key
+from bot.inbound import SlackMessage, person_message
 from bot.render_pool import RendererPool
+from bot.resets import RESET_SHORTCUT, Resets
 from storage.delivery_store import DeliveryStore
 
 log = logging.getLogger(__name__)
@@ -51,8 +52,6 @@ and the queue here made the p99 (200 events/s: 130-200 ms with four, 67-86 ms wi
 Where the process also runs turns there is no bound: the turns' commits share the same
 connections (on SQLite the same thread), and four acks among thirty-two turns got so small a
 share that a burst's acks took ten times longer."""
-_PERMALINK_TS = re.compile(r"p(\d{10})(\d{6})")
-_TS = re.compile(r"\d{10}\.\d{6}")
 
 
 class Listeners:
@@ -65,6 +64,7 @@ class Listeners:
         renderers: RendererPool,
         answers: AnswerHandler,
         replace_in_flight: bool,
+        resets: Resets,
         reset_command: str,
         max_inbound_chars: int,
         acks_in_flight: int | None = ACKS_IN_FLIGHT,
@@ -75,6 +75,7 @@ class Listeners:
         self.renderers = renderers
         self.answers = answers
         self.replace_in_flight = replace_in_flight
+        self.resets = resets
         self.reset_command = reset_command
         self.max_inbound_chars = max_inbound_chars
         self._in_flight = (
@@ -89,7 +90,9 @@ class Listeners:
         for action_id in (APPROVE, DENY):
             app.action(action_id)(self.on_click)
         app.action(re.compile(".*"))(self.ack)
-        app.command(self.reset_command)(ack=self.ack_reset, lazy=[self.on_reset])
+        resets = self.resets
+        app.command(self.reset_command)(ack=resets.ack_command, lazy=[resets.on_command])
+        app.message_shortcut(RESET_SHORTCUT)(ack=resets.ack_shortcut, lazy=[resets.on_shortcut])
 
     # events --------------------------------------------------------------------------------
 
@@ -191,68 +194,3 @@ class Listeners:
     async def on_click(self, ack: Ack, body: dict[str, Any]) -> None:
         """Answered before the ack (see `AnswerHandler.handle`)."""
         await self.answers.handle(body, ack)
-
-    async def ack_reset(self, ack: Ack) -> None:
-        await ack(response_type="ephemeral", text="Resetting this conversation…")
-
-    async def on_reset(
-        self, command: dict[str, Any], respond: Callable[..., Awaitable[Any]]
-    ) -> None:
-        team, channel = str(command.get("team_id")), str(command.get("channel_id"))
-        thread = _thread_from(str(command.get("text") or "")) or command.get("thread_ts")
-        if thread:
-            key = session_key(team, channel, str(thread))
-            known = await self.delivery.get_target(key)
-        else:
-            known = await self.delivery.latest_in_channel(team, channel)
-            key = known.session_key if known else ""
-        if known is None:
-            await respond(
-                response_type="ephemeral",
-                text="There is no conversation with me here to reset.",
-                replace_original=False,
-            )
-            return
-        try:
-            result = await self.runtime.session(self.agent, key).reset()
-        except Exception:
-            log.exception("reset failed", extra={"session": key})
-            await respond(
-                response_type="ephemeral",
-                text="The reset failed; nothing was archived. Please try again.",
-            )
-            return
-        archived = await self._archived_messages(key, result.generation - 1)
-        what = (
-            f"{archived} message{'s' if archived != 1 else ''}"
-            if archived is not None
-            else "its history"
-        )
-        await respond(
-            response_type="ephemeral",
-            replace_original=False,
-            text=(
-                f"Reset done: archived {what} of this conversation as `{result.previous_session}`. "
-                "The next message starts fresh."
-            ),
-        )
-
-    async def _archived_messages(self, key: str, generation: int) -> int | None:
-        read_archive = getattr(self.runtime.store, "read_archive", None)
-        if read_archive is None:
-            return None
-        try:
-            archive = await read_archive(key, generation)
-        except Exception:
-            log.warning("could not read the archive back", extra={"session": key})
-            return None
-        return len(archive.messages)
-
-
-def _thread_from(text: str) -> str | None:
-    """A thread named by its ts or by a permalink (`…/p1700000000000100`)."""
-    found = _PERMALINK_TS.search(text)
-    if found:
-        return f"{found.group(1)}.{found.group(2)}"
-    found = _TS.search(text)
-    return found.group(0) if found else None

@@ -79,6 +79,26 @@ def _callback_id(payload: Payload) -> str | None:
     return None
 
 
+def _message_action(payload: Payload) -> str | None:
+    """A message shortcut: `bot.resets` reads the message, where it is and who used it."""
+    found = _callback_id(payload)
+    if found:
+        return found
+    if "response_url" in payload and not isinstance(payload["response_url"], str):
+        return "`response_url` is not a string"
+    for name, key in (("message", "ts"), ("channel", "id"), ("user", "id")):
+        value = payload.get(name)
+        if not isinstance(value, dict) or not isinstance(value.get(key), str):
+            return f"`{name}.{key}` is not a string"
+    message = payload["message"]
+    if message.get("thread_ts") is not None and not isinstance(message["thread_ts"], str):
+        return "`message.thread_ts` is not a string"
+    for name in ("team", "enterprise"):
+        if payload.get(name) is not None and not isinstance(payload[name], dict):
+            return f"`{name}` is not an object"
+    return None
+
+
 def _attachment_action(payload: Payload) -> str | None:
     if "callback_id" not in payload:
         return None
@@ -112,6 +132,7 @@ def _view(payload: Payload) -> str | None:
 _BY_TYPE: dict[str, Callable[[Payload], str | None]] = {
     "block_actions": _block_actions,
     "interactive_message": _attachment_action,
+    "message_action": _message_action,
     "dialog_submission": _callback_id,
     "dialog_cancellation": _callback_id,
     "workflow_step_edit": _workflow_step_edit,

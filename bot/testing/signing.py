@@ -2,7 +2,9 @@
 
 Signatures come from `slack_sdk.signature.SignatureVerifier`, the same code Bolt checks them with,
 so a test that passes here passes against Slack's own signing. Payload shapes follow the Events
-API envelope, `block_actions` interactivity and slash commands.
+API envelope, `block_actions` interactivity, slash commands and message shortcuts, with Slack's
+fields and only those (`tests/bot/test_slack_payloads.py` holds them to Slack's lists): a test
+proven on a payload Slack never sends proves nothing.
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ import httpx
 from slack_sdk.signature import SignatureVerifier
 
 from bot.testing.standin import SlackStandIn
+
+DOMAIN = "demo"
+"""The stand-in workspace's domain (`demo.slack.com`)."""
 
 
 def sign_request(secret: str, body: str, timestamp: int | None = None) -> dict[str, str]:
@@ -252,7 +257,7 @@ class SlackDriver:
                 "thread_ts": thread_ts,
             },
             "trigger_id": f"{next(self._ids)}.trigger",
-            "team": {"id": team, "domain": "demo"},
+            "team": {"id": team, "domain": DOMAIN},
             "enterprise": {"id": enterprise_id} if enterprise_id else None,
             "is_enterprise_install": False,
             "channel": {"id": channel, "name": "demo"},
@@ -272,6 +277,41 @@ class SlackDriver:
         body = urlencode({"payload": json.dumps(payload)})
         return await self.send(body, content_type="application/x-www-form-urlencoded")
 
+    def command_form(
+        self,
+        user: str,
+        command: str,
+        text: str = "",
+        *,
+        channel: str,
+        response_url: str = "https://hooks.slack.invalid/commands/1",
+    ) -> dict[str, str]:
+        """The form Slack posts for a slash command: Slack's fields and no others.
+
+        There is no thread here, and no way to add one: Slack runs an app's slash command only
+        outside threads, so its request never has a `thread_ts` (a thread is named, if at all,
+        in `text`). A Grid workspace's request also names its org.
+        """
+        form = {
+            "token": "legacy-verification-token",
+            "team_id": self.team_id,
+            "team_domain": DOMAIN,
+            "channel_id": channel,
+            "channel_name": "demo",
+            "user_id": user,
+            "user_name": user.lower(),
+            "command": command,
+            "text": text,
+            "api_app_id": self.api_app_id,
+            "is_enterprise_install": "false",
+            "response_url": response_url,
+            "trigger_id": f"{next(self._ids)}.trigger",
+        }
+        if self.enterprise_id:
+            form["enterprise_id"] = self.enterprise_id
+            form["enterprise_name"] = "Demo Org"
+        return form
+
     async def command(
         self,
         user: str,
@@ -281,18 +321,102 @@ class SlackDriver:
         channel: str,
         response_url: str = "https://hooks.slack.invalid/commands/1",
     ) -> httpx.Response:
-        form = {
-            "token": "legacy-verification-token",
-            "team_id": self.team_id,
-            "team_domain": "demo",
-            "channel_id": channel,
-            "channel_name": "demo",
-            "user_id": user,
-            "user_name": user.lower(),
-            "command": command,
-            "text": text,
-            "api_app_id": self.api_app_id,
-            "response_url": response_url,
-            "trigger_id": f"{next(self._ids)}.trigger",
-        }
+        form = self.command_form(user, command, text, channel=channel, response_url=response_url)
         return await self.send(urlencode(form), content_type="application/x-www-form-urlencoded")
+
+    # shortcuts -----------------------------------------------------------------------------
+
+    def message_shortcut_payload(
+        self,
+        user: str,
+        callback_id: str,
+        *,
+        channel: str,
+        message_ts: str,
+        thread_ts: str | None = None,
+        response_url: str | None = "https://hooks.slack.invalid/app/1",
+        team_id: str | None = None,
+        user_team_id: str | None = None,
+    ) -> dict[str, Any]:
+        """The `message_action` payload Slack posts when `user` picks a message shortcut from a
+        message's menu.
+
+        It names the message whole (`message`, with `thread_ts` where it is in a thread or is a
+        thread's first message) and where it is. The message comes from the stand-in when it
+        holds it, as Slack sends what the channel shows; otherwise from `message_ts` and
+        `thread_ts`. `team_id`: the workspace the shortcut was used in (this driver's by
+        default); `user_team_id`: the person's own workspace, another one for a guest from a
+        workspace the channel is shared with. `response_url=None` leaves it out.
+        """
+        team = team_id or self.team_id
+        workspace: dict[str, Any] = {"id": team, "domain": DOMAIN}
+        enterprise = None
+        if self.enterprise_id:
+            workspace.update(enterprise_id=self.enterprise_id, enterprise_name="Demo Org")
+            enterprise = {"id": self.enterprise_id, "name": "Demo Org"}
+        payload: dict[str, Any] = {
+            "type": "message_action",
+            "token": "legacy-verification-token",
+            "action_ts": f"{time.time():.6f}",
+            "team": workspace,
+            "user": {
+                "id": user,
+                "name": user.lower(),
+                "username": user.lower(),
+                "team_id": user_team_id or team,
+            },
+            "channel": {"id": channel, "name": "demo"},
+            "is_enterprise_install": False,
+            "enterprise": enterprise,
+            "callback_id": callback_id,
+            "trigger_id": f"{next(self._ids)}.trigger",
+            "message_ts": message_ts,
+            "message": self._message_as_slack_shows_it(channel, message_ts, thread_ts),
+        }
+        if response_url is not None:
+            payload["response_url"] = response_url
+        return payload
+
+    async def message_shortcut(
+        self,
+        user: str,
+        callback_id: str,
+        *,
+        channel: str,
+        message_ts: str,
+        thread_ts: str | None = None,
+        response_url: str | None = "https://hooks.slack.invalid/app/1",
+        team_id: str | None = None,
+        user_team_id: str | None = None,
+    ) -> httpx.Response:
+        payload = self.message_shortcut_payload(
+            user,
+            callback_id,
+            channel=channel,
+            message_ts=message_ts,
+            thread_ts=thread_ts,
+            response_url=response_url,
+            team_id=team_id,
+            user_team_id=user_team_id,
+        )
+        body = urlencode({"payload": json.dumps(payload)})
+        return await self.send(body, content_type="application/x-www-form-urlencoded")
+
+    def _message_as_slack_shows_it(
+        self, channel: str, ts: str, thread_ts: str | None
+    ) -> dict[str, Any]:
+        standin = self.standin
+        held = standin.find(channel, ts) if standin is not None else None
+        if standin is None or held is None:
+            message: dict[str, Any] = {"type": "message", "ts": ts, "text": ""}
+            if thread_ts:
+                message["thread_ts"] = thread_ts
+            return message
+        message = held.to_json(with_metadata=False)
+        if held.bot_id:
+            message["user"] = self.bot_user_id
+        replies = [m for m in standin.thread(channel, ts) if m.ts != ts]
+        if not held.thread_ts and replies:
+            # A thread's first message says it is one once it has replies.
+            message.update(thread_ts=ts, reply_count=len(replies))
+        return message

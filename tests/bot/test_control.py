@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from agent import ScriptedModel, ScriptedReply
 from bot.inbound import session_key
 from tests.bot.agents import AGENT, REFUND, SIMPLE, model
@@ -71,3 +73,44 @@ async def test_the_slash_command_resets_the_thread_and_says_what_was_archived(
     )
     await eventually(lambda: len(standin.responses) == 2)
     assert f"`{key}#g1`" in standin.responses[1]["text"]
+
+
+async def test_the_slash_command_takes_a_thread_link(db_url, launch, standin):
+    app = await launch(db_url, AGENT, model(SIMPLE))
+    first = await app.slack.mention("U0ALICE", "hello", channel=CHANNEL)
+    await eventually(lambda: replies(standin, CHANNEL) and idle(standin, CHANNEL))
+    second = await app.slack.mention("U0ALICE", "hello again", channel=CHANNEL)
+    await eventually(lambda: len(replies(standin, CHANNEL)) == 2 and idle(standin, CHANNEL))
+
+    link = f"https://demo.slack.com/archives/{CHANNEL}/p{first.replace('.', '')}"
+    await app.slack.command(
+        "U0ALICE", "/agent-reset", link, channel=CHANNEL, response_url=standin.response_url("r1")
+    )
+    said = await eventually(lambda: standin.responses)
+    assert first in said[0]["text"]  # the reply says which thread it reset
+    assert await app.session(session_key("T0DEMO", CHANNEL, first)).transcript() == []
+    assert await app.session(session_key("T0DEMO", CHANNEL, second)).transcript()
+
+
+async def test_the_slash_command_never_reads_a_thread_slack_does_not_send(db_url, launch, standin):
+    """Slack runs no app's slash command inside a thread, so its request has no `thread_ts`:
+    one that does is not Slack's to honour. Without a thread in the text, the reset is the
+    channel's latest conversation, whatever else the form holds."""
+    app = await launch(db_url, AGENT, model(SIMPLE))
+    older = await app.slack.mention("U0ALICE", "hello", channel=CHANNEL)
+    await eventually(lambda: replies(standin, CHANNEL) and idle(standin, CHANNEL))
+    latest = await app.slack.mention("U0ALICE", "hello again", channel=CHANNEL)
+    await eventually(lambda: len(replies(standin, CHANNEL)) == 2 and idle(standin, CHANNEL))
+
+    form = app.slack.command_form(
+        "U0ALICE", "/agent-reset", "", channel=CHANNEL, response_url=standin.response_url("r1")
+    )
+    form["thread_ts"] = older
+    response = await app.slack.send(
+        urlencode(form), content_type="application/x-www-form-urlencoded"
+    )
+    assert response.status_code == 200
+    said = await eventually(lambda: standin.responses)
+    assert latest in said[0]["text"]
+    assert await app.session(session_key("T0DEMO", CHANNEL, latest)).transcript() == []
+    assert await app.session(session_key("T0DEMO", CHANNEL, older)).transcript()

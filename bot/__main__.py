@@ -1,0 +1,9 @@
+"""`python -m bot`: the `bot` command where its script is not on PATH (a virtualenv not
+activated, a container running the interpreter directly). Same parser, same exit codes."""
+
+import sys
+
+from bot.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())
