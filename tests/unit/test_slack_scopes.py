@@ -25,7 +25,8 @@ from bot.slack_scopes import (
 
 ROOT = Path(__file__).resolve().parents[2]
 BOT = ROOT / "bot"
-CLIENT_CALL = re.compile(r"\bclient\.([A-Za-z_][A-Za-z0-9_]*)\(")
+CLIENT_CALL = re.compile(r"\bclient\.([a-z]+_[A-Za-z0-9_]+)\b(?=\s*[(,)])")
+"""A client method called, or handed on uncalled (`functools.partial(client.x, ...)`)."""
 API_CALL = re.compile(r"\bapi_call\(\s*[\"']([A-Za-z.]+)[\"']")
 CHAT_STREAM = "chat_stream"
 """slack-sdk's streaming helper: one client method, three Web API methods behind it."""
