@@ -20,7 +20,8 @@ _HISTORY = ("channels:history", "groups:history", "im:history")
 """Reading a conversation's messages, in each kind of conversation the bot works in."""
 
 BOT_METHODS: Mapping[str, tuple[str, ...]] = {
-    # Bolt's single-workspace authorization and `bot clock` (which workspace this token is for).
+    # Bolt's single-workspace authorization, `bot clock` (which workspace this token is for)
+    # and the renderer (which messages in a thread are the bot's own).
     "auth.test": (),
     # Replies: posted and edited, or streamed (slack-sdk's `chat_stream` helper sends these
     # three), and the leftovers of a crash deleted.
@@ -37,7 +38,8 @@ BOT_METHODS: Mapping[str, tuple[str, ...]] = {
     # asks for `chat:write` alone and gets the status in channel threads and DMs alike.
     "assistant.threads.setStatus": ("chat:write",),
     # After a crash: is a post whose answer was lost in the thread (or, for a top-level
-    # proactive post, the channel) already? Found by the key in its metadata.
+    # proactive post, the channel) already? Found by the key in its metadata, or for a stream
+    # (which cannot carry metadata until it stops) as the bot's one unclaimed message there.
     "conversations.replies": _HISTORY,
     "conversations.history": _HISTORY,
 }
