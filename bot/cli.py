@@ -7,7 +7,11 @@ import argparse
 import asyncio
 import sys
 
+import sqlalchemy
+import sqlalchemy.exc
+
 from agent.errors import AgentError, AssemblyError, ModelError, SchemaMismatchError
+from agent.redaction import Redactor, password_in_url
 from bot.settings import ConfigError, Settings
 
 
@@ -38,6 +42,32 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     settings = Settings()
+    url = getattr(args, "database_url", None) or settings.database_url
+    try:
+        return _main(args, settings, url)
+    except (sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError) as err:
+        # A mistyped DATABASE_URL or a database that is down: one line an operator can act on,
+        # not a driver traceback (and never the URL's password).
+        secrets = [*settings.secrets(), password_in_url(url) or ""]
+        print(f"bot {_name(args)}: {unreachable(url, err, secrets)}", file=sys.stderr)
+        return 2
+
+
+def unreachable(url: str, err: Exception, secrets: list[str]) -> str:
+    shown = sqlalchemy.make_url(url).render_as_string(hide_password=True)
+    cause = getattr(err, "orig", None) or err
+    reason = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+    reason = reason.removeprefix("connection failed: ")
+    reason = Redactor(filter(None, secrets))(reason)
+    return f"cannot reach the database {shown}: {reason}"
+
+
+def _name(args: argparse.Namespace) -> str:
+    sub = getattr(args, "db_command", None) or getattr(args, "receipts_command", None)
+    return f"{args.command} {sub}" if sub else str(args.command)
+
+
+def _main(args: argparse.Namespace, settings: Settings, url: str) -> int:
     from bot.logs import setup_logging
 
     quiet = args.command in ("demo", "db", "receipts", "check")
@@ -46,7 +76,6 @@ def main(argv: list[str] | None = None) -> int:
         fmt="text" if quiet else settings.log_format,
         secrets=settings.secrets(),
     )
-    url = getattr(args, "database_url", None) or settings.database_url
     if args.command == "demo":
         if args.engine:
             from bot.demo import run_demo

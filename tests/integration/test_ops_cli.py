@@ -127,3 +127,39 @@ async def test_check_reports_a_parked_turn_whose_tool_is_gone(
     assert result.status == TurnStatus.FAILED
     assert result.error is not None
     assert "no longer offers" in result.error
+
+
+def _bot_with(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    import os
+
+    return subprocess.run(
+        [sys.executable, "-m", "bot", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **env},
+    )
+
+
+UNREACHABLE = "postgresql+psycopg://agent:s3cret-pw@127.0.0.1:1/nowhere"
+
+
+def test_a_command_against_an_unreachable_database_says_so_in_one_line() -> None:
+    """An operator who mistyped DATABASE_URL gets one line naming the database (its password
+    hidden) and why, not a traceback, and a non-zero exit."""
+    env = {
+        "DATABASE_URL": UNREACHABLE,
+        "SLACK_BOT_TOKEN": "xoxb-test",
+        "ANTHROPIC_API_KEY": "sk-ant-test",
+        "LOG_FORMAT": "text",
+    }
+    for command in (["worker"], ["clock"], ["db", "upgrade"], ["db", "current"], ["check"]):
+        done = _bot_with(env, *command)
+        assert done.returncode == 2, (command, done.stderr)
+        assert "Traceback" not in done.stderr, command
+        assert "s3cret-pw" not in done.stderr + done.stdout, command
+        lines = [line for line in done.stderr.splitlines() if "cannot reach the database" in line]
+        assert len(lines) == 1, (command, done.stderr)
+        assert "127.0.0.1:1/nowhere" in lines[0]
+        assert "refused" in lines[0].lower()
