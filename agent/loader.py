@@ -15,13 +15,15 @@ import importlib.machinery
 import importlib.util
 import logging
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from agent.agent_def import Agent
 from agent.errors import AssemblyError
+from agent.hitl import AuthorizeAnswer
+from agent.policy import SurfacePolicy
 from agent.seams import ModelSettings
 from agent.tools import Tool
 
@@ -64,12 +66,24 @@ def _tools_in(folder: Path, package: str) -> list[Tool]:
     return found
 
 
-def load_agent(path: str | Path, *, emitted_sources: Iterable[str] | None = None) -> Agent:
+def load_agent(
+    path: str | Path,
+    *,
+    emitted_sources: Iterable[str] | None = None,
+    tools: Sequence[Tool] = (),
+    authorize_answer: AuthorizeAnswer | None = None,
+    surfaces: Mapping[str, SurfacePolicy | Mapping[str, Any]] | None = None,
+) -> Agent:
     """Build the agent a directory describes; raises `AssemblyError` on anything that would fail
     later (a write tool without confirmation, a surface mode without its overlay file).
 
     `emitted_sources`, when given, are the sources the mounted channels produce: a policy for any
     other source is logged as a warning, since it can never apply.
+
+    A host that keeps part of its agent in code passes it here: `tools` join the directory's,
+    `authorize_answer` and `surfaces` fill what the directory leaves out. Where both name the
+    same thing it is an `AssemblyError`, not a silent override: which one a person edits must
+    be the one that applies.
     """
     root = Path(path)
     base = root / "instructions.md"
@@ -89,18 +103,24 @@ def load_agent(path: str | Path, *, emitted_sources: Iterable[str] | None = None
     model = settings.get("model", ModelSettings())
     if isinstance(model, dict):
         model = ModelSettings(**model)
-    surfaces = settings.get("surfaces", {})
+    found_surfaces = dict(settings.get("surfaces", {}))
+    clash = sorted(set(found_surfaces) & set(surfaces or {}))
+    if clash:
+        raise AssemblyError(f"{root}: agent.py and the code both set surfaces[{clash[0]!r}]")
+    all_surfaces = {**found_surfaces, **(surfaces or {})}
     if emitted_sources is not None:
-        for source in set(surfaces) - set(emitted_sources):
+        for source in set(all_surfaces) - set(emitted_sources):
             log.warning("agent policy for source %r: no mounted channel emits it", source)
-    tools = _tools_in(root / "tools", package)
+    found_authorize = settings.get("authorize_answer")
+    if found_authorize is not None and authorize_answer is not None:
+        raise AssemblyError(f"{root}: agent.py and the code both set authorize_answer")
     return Agent(
         name=str(settings.get("name", root.name)),
         instructions=base.read_text(),
-        tools=tools,
+        tools=[*_tools_in(root / "tools", package), *tools],
         model=model,
         overlays=overlays,
-        surfaces=surfaces,
-        authorize_answer=settings.get("authorize_answer"),
+        surfaces=all_surfaces,
+        authorize_answer=found_authorize or authorize_answer,
         schedules=settings.get("schedules", ()),
     )
