@@ -67,6 +67,12 @@ def step_in_turn(messages: Sequence[Message]) -> int:
     return count
 
 
+def turn_in_session(messages: Sequence[Message]) -> int:
+    """Which turn of the session this is (0 for the first): openings before the last. Counted
+    in the session's current generation, so a reset starts the count again."""
+    return sum(isinstance(m, UserMessage | TriggerMessage) for m in messages) - 1
+
+
 def opening_text(messages: Sequence[Message]) -> str:
     for message in reversed(messages):
         if isinstance(message, UserMessage | TriggerMessage):
@@ -75,7 +81,8 @@ def opening_text(messages: Sequence[Message]) -> str:
 
 
 class ScriptedModel:
-    """`ScriptedModel([reply0, reply1, ...])`, or per opening text with `by_opening`, or any
+    """`ScriptedModel([reply0, reply1, ...])` (every turn), a whole session with
+    `turns=[[turn0 replies], [turn1 replies], ...]`, per opening text with `by_opening`, or any
     function of (request, step) with `responder`. Records every request it was sent in `requests`.
     """
 
@@ -83,6 +90,7 @@ class ScriptedModel:
         self,
         replies: Sequence[ScriptedReply] = (),
         *,
+        turns: Sequence[Sequence[ScriptedReply]] | None = None,
         by_opening: Mapping[str, Sequence[ScriptedReply]] | None = None,
         responder: Responder | None = None,
         delta_delay: float = 0.0,
@@ -90,8 +98,11 @@ class ScriptedModel:
     ) -> None:
         """`keep_requests=False` for a long run (a benchmark, the demo server): `requests` then
         stays empty instead of holding every transcript the model was shown."""
+        if turns is not None and replies:
+            raise ValueError("give the replies of every turn or the turns of a session, not both")
         self._keep_requests = keep_requests
         self._replies = list(replies)
+        self._turns = [list(t) for t in turns] if turns is not None else None
         self._by_opening = {k: list(v) for k, v in (by_opening or {}).items()}
         self._responder = responder
         self._delta_delay = delta_delay
@@ -102,6 +113,11 @@ class ScriptedModel:
         if self._responder is not None:
             return self._responder(request, step)
         script = self._by_opening.get(opening_text(request.messages), self._replies)
+        if self._turns is not None and opening_text(request.messages) not in self._by_opening:
+            turn = turn_in_session(request.messages)
+            if turn >= len(self._turns):
+                raise ModelError(f"scripted model has no script for turn {turn} of this session")
+            script = self._turns[turn]
         if step >= len(script):
             raise ModelError(f"scripted model has no reply for step {step} of this turn")
         return script[step]
