@@ -5,13 +5,16 @@ committed as `prepared` before the provider is called; only a provider that prov
 applied (`EffectNotAppliedError`) makes it `failed` and retryable; any other failure, or a
 `prepared` receipt found later (the process died mid-call), makes it `uncertain`, and no code path
 calls the provider for that key again until a person (or a `reconcile` lookup at the provider)
-settles it. The key is deduplicated across turns of the session, not merely within a turn.
+settles it. A call cut off by a shutdown, a park or a cancel is uncertain too, and the
+interruption propagates unchanged. The key is deduplicated across turns of the session, not
+merely within a turn.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -30,6 +33,8 @@ from agent.tools import Tool, to_json_value
 
 if TYPE_CHECKING:
     from agent.turn_loop import TurnEnv
+
+log = logging.getLogger(__name__)
 
 MAX_RECEIPT_ERROR_CHARS = 500
 
@@ -174,12 +179,29 @@ class EffectCoordinator:
         except EffectNotAppliedError as exc:
             await self._settle(receipt, ReceiptStatus.FAILED, error=self._error(str(exc)))
             raise
-        except BaseException as exc:
+        except Exception as exc:
             error = self._error(f"{type(exc).__name__}: {exc}")
             await self._settle(receipt, ReceiptStatus.UNCERTAIN, error=error)
             raise _uncertain(receipt.key, receipt.receipt_id) from exc
+        except BaseException as exc:
+            await self._interrupted(receipt, exc)
+            raise
         settled = await self._settle(receipt, ReceiptStatus.COMPLETED, value=value)
         return Effect(value=value, receipt=settled)
+
+    async def _interrupted(self, receipt: ReceiptRecord, exc: BaseException) -> None:
+        """The call was cut off mid-flight (a shutdown's cancellation, a park or cancel signal
+        raised inside it): the provider may have applied the write, so the receipt says so, but
+        the interruption itself must reach the runtime unchanged. Turned into a tool error, a
+        shutdown would let the turn run on (and call the model) after its worker stopped.
+
+        A failure to record this is only logged: the receipt stays `prepared`, which the next
+        run reads as uncertain anyway, and the interruption still propagates."""
+        error = self._error(f"{type(exc).__name__}: interrupted while the provider was called")
+        try:
+            await self._settle(receipt, ReceiptStatus.UNCERTAIN, error=error)
+        except Exception:
+            log.warning("could not mark receipt %s uncertain", receipt.receipt_id, exc_info=True)
 
     async def _recover(self, receipt: ReceiptRecord, reconcile: ReconcileFn | None) -> Effect:
         """A receipt left `prepared` (a crash mid-call) or `uncertain`: never call `fn` again.

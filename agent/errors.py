@@ -10,7 +10,7 @@
     │   └── StepConflictError    a step or message with that id already exists
     ├── TurnError                a turn-level refusal by the session API
     │   ├── TurnNotFoundError
-    │   ├── TurnInterruptedError `turn()` cannot finish: the turn parked, failed or was cancelled
+    │   ├── TurnInterruptedError `turn()` cannot finish: the turn parked (`.result` says where)
     │   └── SessionSuspendedError another turn is parked on this session
     ├── ResumeError
     │   ├── ResumeAuthorizationError  the resumer may not answer (HTTP 403)
@@ -29,6 +29,11 @@ Control-flow signals (parking a turn, cancelling it) are not errors and do not d
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agent.turn_result import TurnResult
 
 
 class AgentError(Exception):
@@ -73,7 +78,15 @@ class TurnNotFoundError(TurnError):
 
 
 class TurnInterruptedError(TurnError):
-    """`turn()` is non-interactive: it rejects when the turn does not complete."""
+    """`turn()` is non-interactive: it rejects when the turn does not complete.
+
+    `result` is the turn as it stands, so a caller that let `turn()` choose the id still learns
+    which turn to resume (`result.turn_id`) and what it asks (`result.request`).
+    """
+
+    def __init__(self, message: str, *, result: TurnResult) -> None:
+        super().__init__(message)
+        self.result = result
 
 
 class SessionSuspendedError(TurnError):

@@ -13,6 +13,7 @@ import contextlib
 import logging
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from types import TracebackType
@@ -27,6 +28,9 @@ from agent.turn_loop import TurnEnv, TurnRunner
 from agent.turn_result import TurnResult
 
 log = logging.getLogger(__name__)
+
+REMEMBERED_REPLAYS = 1024
+"""How many re-delivered committed turn ids a runtime remembers for `result()` to report."""
 
 
 class Dispatcher(Protocol):
@@ -105,6 +109,9 @@ class Runtime:
         self._dispatcher: Dispatcher | None = None
         self._telling: set[asyncio.Task[None]] = set()
         self.redact = Redactor(secrets)
+        self._replays: OrderedDict[tuple[str, str], None] = OrderedDict()
+        """(session, turn id) pairs `start()` found already committed. Bounded: a clock that
+        re-fires its slots would otherwise grow it for the life of the process."""
 
     # lifecycle ----------------------------------------------------------------------------
 
@@ -212,6 +219,18 @@ class Runtime:
             self.kick(key)
         return picked
 
+    def note_replay(self, key: str, turn_id: str) -> None:
+        """Remember that this committed turn id was delivered again, so that `wait_turn` (and
+        with it `result()`, which only gets the id) reports its stored result as `replayed`.
+
+        Kept in memory, not in the store: `replayed` describes a delivery, and a delivery and
+        the `result()` that follows it happen in one process. Forgetting (a restart, the bound)
+        costs only the flag, never a second run."""
+        self._replays[(key, turn_id)] = None
+        self._replays.move_to_end((key, turn_id))
+        while len(self._replays) > REMEMBERED_REPLAYS:
+            self._replays.popitem(last=False)
+
     async def wait_turn(self, key: str, turn_id: str) -> TurnResult:
         """Wait for the turn to end or park; polls the store so another process's work counts."""
         while True:
@@ -220,7 +239,8 @@ class Runtime:
             if record is None:
                 raise TurnNotFoundError(f"no turn {turn_id!r} on session {key!r}")
             if record.status.finished or record.status == TurnStatus.SUSPENDED:
-                return TurnResult.from_record(record)
+                replayed = record.status.finished and (key, turn_id) in self._replays
+                return TurnResult.from_record(record, replayed=replayed)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(changed.wait(), self.poll_interval)
 

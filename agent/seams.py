@@ -204,7 +204,8 @@ class SessionStore(Protocol):
     ) -> tuple[TurnRecord, bool]:
         """Durably queue a turn, or return the existing one; the bool says it was created.
 
-        Raises `SessionSuspendedError` if the session is parked on a different turn; the check and
+        Raises `SessionSuspendedError` if the session is parked on a different turn, unless a
+        reset is pending (it will cancel the park, so the turn queues behind it); the check and
         the insert are one transaction. With `cancel_unfinished`, every queued or running turn of
         the session is asked to cancel with that reason in the same transaction (replace); a
         parked turn is never touched. Nothing is cancelled when the turn id already exists.

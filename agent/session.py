@@ -76,7 +76,8 @@ class AgentSession:
     ) -> str:
         """Queue the turn durably (committed before this returns) and hand it to a worker.
 
-        Re-delivering a known turn id queues nothing new: a finished turn stays finished, an
+        Re-delivering a known turn id queues nothing new: a finished turn stays finished (and
+        `result()` in this process returns its stored result with `replayed=True`), an
         unfinished one is picked up where its checkpoints left it. `replace=True` first cancels
         every queued or running turn of the session (reason `replaced`), never a parked one.
         `alongside` is a write of the application's committed in the same transaction (see
@@ -92,7 +93,9 @@ class AgentSession:
         )
         if replace and created:
             self.runtime.signal_cancel(self.key, "replaced", keep=tid)
-        if not record.status.finished:
+        if record.status.finished:
+            self.runtime.note_replay(self.key, tid)
+        else:
             self.runtime.kick(self.key)
         return tid
 
@@ -108,17 +111,17 @@ class AgentSession:
         turn_id: str | None = None,
         replace: bool = False,
     ) -> TurnResult:
-        """Start and await; non-interactive, so it rejects a turn that parks. A turn that
-        already finished returns its stored result with `replayed=True` and runs nothing."""
-        if turn_id is not None:
-            existing = await self._store.get_turn(self.key, turn_id)
-            if existing is not None and existing.status.finished:
-                return TurnResult.from_record(existing, replayed=True)
+        """Start and await; non-interactive, so it rejects a turn that parks, with the parked
+        result on the error (its `turn_id` and `request` are what `resume` needs: the caller
+        may not have chosen the id). A turn that already finished returns its stored result
+        with `replayed=True` and runs nothing: the same path as `start()` then `result()`."""
         tid = await self.start(input, turn_id=turn_id, replace=replace)
         result = await self.result(tid)
         if result.status == TurnStatus.SUSPENDED:
             raise TurnInterruptedError(
-                f"turn {tid!r} parked waiting for input; use start()/result() to handle parking"
+                f"turn {tid!r} parked waiting for input; answer it with resume(), or use "
+                "start()/result() to handle parking",
+                result=result,
             )
         return result
 

@@ -108,6 +108,24 @@ class NoHandle:
 # -- the turn queue -----------------------------------------------------------------------------
 
 
+def reset_pending(state: SessionState) -> bool:
+    """As `sql_turns.reset_pending`: a queued reset will cancel any park."""
+    return any(
+        turn["kind"] == TurnKind.RESET and turn["status"] in UNFINISHED_VALUES
+        for turn in state.turns.values()
+    )
+
+
+def refuses(state: SessionState, turn_id: str) -> bool:
+    """Whether a new turn must be refused: the session is parked on another turn, and no reset
+    is pending that would cancel the park (a turn may queue behind that)."""
+    return (
+        turn_id not in state.turns
+        and parked_on_other_turn(state.status, state.pending, turn_id)
+        and not reset_pending(state)
+    )
+
+
 def enqueue(
     state: SessionState,
     ids: RowIds,
@@ -119,7 +137,7 @@ def enqueue(
     existing = state.turns.get(row["turn_id"])
     if existing is not None:
         return turn_record(existing), False
-    if refuse_if_parked and parked_on_other_turn(state.status, state.pending, row["turn_id"]):
+    if refuse_if_parked and refuses(state, row["turn_id"]):
         raise SessionSuspendedError(suspended_message(state.key, state.pending))
     if cancel_unfinished is not None:
         for other in state.turns.values():
@@ -161,10 +179,7 @@ def resume(
         raise ResumeConflictError(
             "the session is not parked on that request (answered already, changed, or reset)"
         )
-    if any(
-        turn["kind"] == TurnKind.RESET and turn["status"] in UNFINISHED_VALUES
-        for turn in state.turns.values()
-    ):
+    if reset_pending(state):
         raise ResumeConflictError("a reset of the session is queued; the park will be cancelled")
     turn = state.turns.get(turn_id)
     if turn is None or turn["status"] != TurnStatus.SUSPENDED:

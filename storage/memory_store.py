@@ -51,7 +51,6 @@ from storage.records import (
     encode_events,
     new_turn,
     numbered,
-    parked_on_other_turn,
     session_record,
     turn_record,
 )
@@ -91,10 +90,7 @@ class MemoryStore:
             state = self._state(session)
             # Run first: nothing here can be rolled back, so a failing write must come before
             # the turn is queued. (It cannot see the turn, and has no handle to write with.)
-            refused = turn_id not in state.turns and parked_on_other_turn(
-                state.status, state.pending, turn_id
-            )
-            if alongside is not None and not refused:
+            if alongside is not None and not ops.refuses(state, turn_id):
                 alongside(NoHandle())
             return ops.enqueue(
                 state, self._ids, row, refuse_if_parked=True, cancel_unfinished=cancel_unfinished

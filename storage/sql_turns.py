@@ -99,9 +99,10 @@ def enqueue(
     ).one()
     if refuse_if_parked and parked_on_other_turn(state.status, state.pending, turn_id):
         existing = get_turn(conn, session, turn_id)
-        if existing is None:
+        if existing is not None:
+            return existing, False
+        if not reset_pending(conn, session):
             raise SessionSuspendedError(suspended_message(session, state.pending))
-        return existing, False
     values = {**row, "generation": state.generation}
     created = conn.execute(q.insert_turn, values).scalar_one_or_none()
     if created is None:
@@ -114,6 +115,17 @@ def enqueue(
             q.supersede, {"b_session": session, "b_created": created, "b_reason": cancel_unfinished}
         )
     return turn_record({**values, "id": created}), True
+
+
+def reset_pending(conn: Connection, session: str) -> bool:
+    """Whether a reset is queued and not yet applied: it will cancel any park, so a new turn may
+    queue behind it, and an answer to the park is refused. Read under the session row's lock."""
+    queued = select(turns.c.id).where(
+        turns.c.session_key == session,
+        turns.c.kind == TurnKind.RESET.value,
+        turns.c.status.in_(UNFINISHED_VALUES),
+    )
+    return conn.execute(queued.limit(1)).first() is not None
 
 
 def request_cancel(conn: Connection, session: str, turn_id: str, reason: str) -> TurnRecord | None:
@@ -158,12 +170,7 @@ def resume(
         raise ResumeConflictError(
             "the session is not parked on that request (answered already, changed, or reset)"
         )
-    reset_queued = select(turns.c.id).where(
-        turns.c.session_key == session,
-        turns.c.kind == TurnKind.RESET.value,
-        turns.c.status.in_(UNFINISHED_VALUES),
-    )
-    if conn.execute(reset_queued.limit(1)).first() is not None:
+    if reset_pending(conn, session):
         raise ResumeConflictError("a reset of the session is queued; the park will be cancelled")
     requeued = conn.execute(
         update(turns)

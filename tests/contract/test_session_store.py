@@ -159,6 +159,64 @@ async def test_suspended_session_refuses_other_turns_but_not_the_parked_one(
     assert created
 
 
+async def test_new_turns_queue_behind_a_reset_pending_on_a_parked_session(
+    store: SessionStore,
+) -> None:
+    """The reset will cancel the park, so refusing the turn would only lose the message."""
+    lease = await _queued_with_lease(store)
+    park = StepCommit(
+        turn_id="t1",
+        turn_status=TurnStatus.SUSPENDED,
+        session_status=SessionStatus.SUSPENDED,
+        set_pending=True,
+        pending={"turn_id": "t1", "input_id": "approve"},
+    )
+    await store.commit(lease, park, TTL, NOW)
+    await store.enqueue_reset(S, "reset:1")
+
+    queued, created = await store.enqueue_turn(S, "t2", TurnInput(text="after the reset"))
+    assert (queued.turn_id, queued.status, queued.cancel_reason, created) == (
+        "t2",
+        TurnStatus.QUEUED,
+        None,
+        True,
+    )
+    assert [t.turn_id for t in await store.list_turns(S)] == ["t1", "reset:1", "t2"]
+    first = await store.next_turn(S)
+    assert first is not None
+    assert first.turn_id == "reset:1", "the reset applies first"
+
+    await store.apply_reset(lease, "reset:1", [], TTL, NOW)
+    parked = await store.get_turn(S, "t1")
+    assert parked is not None
+    assert (parked.status, parked.cancel_reason) == (TurnStatus.CANCELLED, "reset")
+    after = await store.next_turn(S)
+    assert after is not None
+    assert (after.turn_id, after.cancel_reason) == ("t2", None)
+    assert [t.turn_id for t in await store.list_turns(S)] == ["t2"], "in the new generation"
+
+
+async def test_a_parked_session_with_no_reset_pending_still_refuses_other_turns(
+    store: SessionStore,
+) -> None:
+    """A reset that already applied is no longer pending: a later park refuses again."""
+    lease = await _queued_with_lease(store)
+    await store.enqueue_reset(S, "reset:1")
+    await store.commit(lease, StepCommit(turn_id="t1", turn_status=TurnStatus.CANCELLED), TTL, NOW)
+    await store.apply_reset(lease, "reset:1", [], TTL, NOW)
+    await store.enqueue_turn(S, "t2", TurnInput(text="two"))
+    park = StepCommit(
+        turn_id="t2",
+        turn_status=TurnStatus.SUSPENDED,
+        session_status=SessionStatus.SUSPENDED,
+        set_pending=True,
+        pending={"turn_id": "t2", "input_id": "approve"},
+    )
+    await store.commit(lease, park, TTL, NOW)
+    with pytest.raises(SessionSuspendedError, match="t2"):
+        await store.enqueue_turn(S, "t3", TurnInput(text="three"))
+
+
 async def test_concurrent_enqueue_of_one_turn_creates_it_once(
     store: SessionStore, request: pytest.FixtureRequest
 ) -> None:

@@ -4,6 +4,7 @@ per-source policies."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from pathlib import Path
 from typing import Any
@@ -322,6 +323,63 @@ async def test_reset_archives_a_stale_park_and_resume_is_refused_while_pending(
             await session.resume("T1", "approve-refund", True, by="U1")
         new = await session.start(slack_event("fresh start"), turn_id="T2")
         assert (await session.result(new)).status == TurnStatus.SUSPENDED  # its own park
+
+
+class _SaysWhenResetQueued:
+    """A store that lets the test know when a reset has been queued (and not yet applied)."""
+
+    def __init__(self, inner: SessionStore) -> None:
+        self._inner = inner
+        self.reset_queued = asyncio.Event()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def enqueue_reset(self, session: str, reset_id: str) -> Any:
+        record = await self._inner.enqueue_reset(session, reset_id)
+        self.reset_queued.set()
+        return record
+
+
+async def test_a_message_to_a_parked_session_queues_behind_a_pending_reset(
+    store: SessionStore,
+) -> None:
+    """A web process queues the reset and then a new message; a worker applies both, in order."""
+    agent = refund_agent()
+    refund = ToolCall(id="r1", name="issue_refund", input={"order_id": "42", "amount": 30})
+    model = ScriptedModel(
+        by_opening={
+            "refund order 42": [ScriptedReply(tool_calls=[refund])],
+            "after the reset": [ScriptedReply(text="fresh")],
+        }
+    )
+    async with _rt(store, model, agent) as worker:
+        parked = await worker.session(agent, "s1").start(slack_event("refund order 42"))
+        assert (await worker.session(agent, "s1").result(parked)).status == TurnStatus.SUSPENDED
+
+    web_store = _SaysWhenResetQueued(store)
+    web = _rt(web_store, model, agent, run_turns=False)  # type: ignore[arg-type]
+    session = web.session(agent, "s1")
+    reset_task = asyncio.create_task(session.reset())
+    try:
+        await asyncio.wait_for(web_store.reset_queued.wait(), 60)
+        queued = await store.next_turn("s1")
+        assert queued is not None
+        assert queued.turn_id.startswith("reset:"), "the reset is pending, not applied"
+        tid = await session.start(slack_event("after the reset"), turn_id="T2")
+        async with _rt(store, model, agent) as worker, asyncio.timeout(60):
+            reset = await reset_task
+            result = await worker.session(agent, "s1").result(tid)
+    finally:
+        reset_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await reset_task
+        await web.close()
+    assert (result.status, result.text) == (TurnStatus.COMPLETED, "fresh")
+    assert [m.text for m in model.requests[-1].messages] == ["after the reset"]
+    assert reset.generation == 1
+    cancelled = await store.get_turn("s1", parked)
+    assert (cancelled.status, cancelled.cancel_reason) == (TurnStatus.CANCELLED, "reset")
 
 
 async def test_turn_queued_behind_a_reset_starts_from_an_empty_transcript(

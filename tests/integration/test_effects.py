@@ -3,6 +3,7 @@ inventory service with its own storage, each receipt transition, and the guard r
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from agent import (
     ToolCall,
     ToolContext,
     ToolMessage,
+    TurnStatus,
     resolve_receipt,
     tool,
 )
@@ -319,6 +321,80 @@ async def test_guard_rails(store: SessionStore) -> None:
 
 async def _noop() -> int:
     return 1
+
+
+def _interruptible_pay(entered: asyncio.Event, *, park: bool = False) -> Any:
+    """A write whose provider call is still in flight when the test interrupts it: it never
+    answers (a shutdown cancels it), or it asks a person from inside the call (a park)."""
+
+    @tool(name="pay", effect="write", confirmation="capability")
+    async def pay(order: str, ctx: ToolContext) -> Any:
+        """Charge."""
+
+        async def charge(authority: Any) -> Any:
+            CALLS.append(authority.idempotency_key)
+            entered.set()
+            if park:
+                return await ctx.request_input(id="approve", prompt="charge?", answerers=None)
+            await asyncio.Event().wait()
+
+        effect_result = await ctx.run_effect(f"charge:{order}", charge)
+        return {"value": effect_result.value}
+
+    return pay
+
+
+async def test_shutdown_during_an_effect_stops_the_turn_and_leaves_the_receipt_uncertain(
+    store: SessionStore,
+) -> None:
+    CALLS.clear()
+    entered = asyncio.Event()
+    agent = Agent(name="a", instructions="x", tools=[_interruptible_pay(entered)])
+    model = _pay_model()
+    rt = _rt(store, agent, model)
+    rt.start_recovery()
+    try:
+        await rt.session(agent, "s1").start("pay", turn_id="T1")
+        await asyncio.wait_for(entered.wait(), 60)
+        asked = len(model.requests)
+    finally:
+        await rt.close(grace=0.1)
+
+    assert asked == len(model.requests) == 1, "the model was called again after shutdown"
+    turn = await store.get_turn("s1", "T1")
+    assert turn is not None
+    assert turn.status == TurnStatus.RUNNING, "the turn must be left for another worker"
+    receipt = await store.get_receipt("s1", "pay:charge:o1")
+    assert receipt is not None
+    assert receipt.status == ReceiptStatus.UNCERTAIN
+    assert receipt.error is not None
+    assert receipt.error.startswith("CancelledError")
+
+    # the next worker finds the uncertain receipt and does not call the provider again
+    later = _pay_model()
+    async with _rt(store, agent, later) as rt2:
+        result = await rt2.session(agent, "s1").result("T1")
+    assert (result.status, result.text) == (TurnStatus.COMPLETED, "done")
+    error = _tool_results(await store.load_transcript("s1"))[-1].result["error"]
+    assert error.startswith("EffectUncertainError: the outcome of pay:charge:o1")
+    assert CALLS == ["pay:charge:o1"]
+    settled = await resolve_receipt(store, "s1", "pay:charge:o1", completed=False, now=2)
+    assert settled.status == ReceiptStatus.FAILED
+
+
+async def test_a_park_inside_an_effect_parks_the_turn(store: SessionStore) -> None:
+    CALLS.clear()
+    entered = asyncio.Event()
+    agent = Agent(name="a", instructions="x", tools=[_interruptible_pay(entered, park=True)])
+    async with _rt(store, agent, _pay_model()) as rt:
+        session = rt.session(agent, "s1")
+        result = await session.result(await session.start("pay", turn_id="T1"))
+    assert result.status == TurnStatus.SUSPENDED
+    assert result.request is not None
+    assert result.request["id"] == "approve"
+    receipt = await store.get_receipt("s1", "pay:charge:o1")
+    assert receipt is not None
+    assert receipt.status == ReceiptStatus.UNCERTAIN, "the call may have written before parking"
 
 
 async def test_replayed_turn_runs_nothing(sql_store: Any, inventory: Any) -> None:

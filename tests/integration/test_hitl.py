@@ -25,6 +25,7 @@ from agent import (
     ToolCall,
     ToolContext,
     ToolMessage,
+    TurnInterruptedError,
     TurnStatus,
     grant_answer,
     tool,
@@ -244,6 +245,23 @@ async def test_one_park_at_a_time_and_redelivery_of_the_parked_turn(store: Sessi
         assert (await session.pending())["id"] == "approve-refund"
     finally:
         await rt.close()
+
+
+async def test_a_turn_that_parks_hands_back_the_turn_id_to_resume_with(
+    store: SessionStore,
+) -> None:
+    agent = refund_agent()
+    async with _runtime(store, agent) as rt:
+        session = rt.session(agent, "s1")
+        with pytest.raises(TurnInterruptedError) as parked:
+            await session.turn(slack_event("refund order 42"))  # no turn id of the caller's
+        result = parked.value.result
+        assert result.status == TurnStatus.SUSPENDED
+        assert result.request is not None
+        assert result.turn_id == result.request["turn_id"] == (await session.pending())["turn_id"]
+        await session.resume(result.turn_id, result.request["id"], True, by="U1")
+        done = await session.result(result.turn_id)
+    assert (done.status, done.text) == (TurnStatus.COMPLETED, "Refund done.")
 
 
 async def test_answers_are_turn_scoped(store: SessionStore) -> None:

@@ -101,6 +101,25 @@ async def test_redelivering_a_completed_turn_replays_its_result_and_runs_nothing
     assert [m.role for m in await store.load_transcript("s1")] == ["user", "assistant"]
 
 
+async def test_a_committed_turn_id_comes_back_replayed_through_start_and_result(
+    store: SessionStore,
+) -> None:
+    model = ScriptedModel([ScriptedReply(text="hello")])
+    agent = Agent(name="a", instructions="x")
+    async with _runtime(store, model, agent) as rt:
+        session = rt.session(agent, "s1")
+        first = await session.result(await session.start("hi", turn_id="T1"))
+        again = await session.result(await session.start("hi", turn_id="T1"))
+        # another handle on the session, as a second Slack retry would get
+        elsewhere = rt.session(agent, "s1")
+        third = await elsewhere.result(await elsewhere.start("hi", turn_id="T1"))
+        via_turn = await session.turn("hi", turn_id="T1")
+    assert first.replayed is False, "the delivery that ran the turn is not a replay"
+    assert (again.replayed, third.replayed, via_turn.replayed) == (True, True, True)
+    assert again.text == third.text == via_turn.text == first.text == "hello"
+    assert len(model.requests) == 1
+
+
 async def test_cached_model_step_emits_no_delta_on_replay(store: SessionStore) -> None:
     """The database goes away right before the tool step commits; a replay later must not
     stream the already-committed model reply again."""
