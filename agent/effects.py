@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -234,20 +235,33 @@ class EffectCoordinator:
 
 
 async def resolve_receipt(
-    store: Any, session: str, key: str, *, completed: bool, value: JsonValue = None, now: float
+    store: Any,
+    session: str,
+    key: str,
+    *,
+    status: ReceiptStatus | str,
+    value: JsonValue = None,
 ) -> ReceiptRecord:
-    """Operator resolution of an `uncertain` receipt, with the value observed at the provider."""
+    """Operator resolution of an `uncertain` receipt: `completed` with the value observed at the
+    provider, or `failed` (not applied there; the value must be left out). The time is the
+    store's host clock: an operator states what happened, not when it is recorded."""
+    settled_as = ReceiptStatus(status)
+    if settled_as not in (ReceiptStatus.COMPLETED, ReceiptStatus.FAILED):
+        raise ValueError(f"a receipt is resolved as completed or failed, not {settled_as.value}")
+    if settled_as is ReceiptStatus.FAILED and value is not None:
+        raise ValueError("a failed receipt has no value: the effect was not applied")
     receipt: ReceiptRecord | None = await store.get_receipt(session, key)
     if receipt is None:
         raise ToolError(f"no receipt {key!r} on session {session!r}")
+    completed = settled_as is ReceiptStatus.COMPLETED
     settled: ReceiptRecord = await store.settle_receipt(
         session,
         key,
         receipt.receipt_id,
-        ReceiptStatus.COMPLETED if completed else ReceiptStatus.FAILED,
+        settled_as,
         value=value if completed else None,
         error=None if completed else "resolved by an operator: not applied",
         from_statuses=(ReceiptStatus.UNCERTAIN,),
-        now=now,
+        now=time.time(),
     )
     return settled

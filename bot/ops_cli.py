@@ -51,10 +51,12 @@ async def receipts_command(args: argparse.Namespace, url: str) -> int:
             if not rows:
                 print("no receipts")
             return 0
+        status = ReceiptStatus.COMPLETED if args.completed else ReceiptStatus.FAILED
         value = json.loads(args.value)
-        settled = await resolve_receipt(
-            store, args.session, args.key, completed=args.completed, value=value, now=_now()
-        )
+        if args.failed and value is not None:
+            print("bot receipts resolve: --failed takes no --value (nothing was applied)")
+            return 2
+        settled = await resolve_receipt(store, args.session, args.key, status=status, value=value)
         print(f"{settled.key}: {settled.status.value}")
         return 0
     finally:

@@ -7,6 +7,7 @@ import asyncio
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -82,7 +83,7 @@ async def test_fan7_steps_1_to_3(sql_store: Any, inventory: Any) -> None:
         # 2. recovery by receipt lookup at the service; an operator resolves the receipt
         observed = service.receipt(KEY)
         assert observed is not None
-        resolved = await resolve_receipt(store, "fan", KEY, completed=True, value=observed, now=1)
+        resolved = await resolve_receipt(store, "fan", KEY, status="completed", value=observed)
         assert resolved.status == ReceiptStatus.COMPLETED
         third = await session.turn("now open the work order for FAN-7")
         assert third.text == "Work order opened."
@@ -291,10 +292,29 @@ async def test_unknown_failure_is_uncertain_until_an_operator_resolves_it(
     assert len(CALLS) == 1
     receipts = await store.list_receipts(status=ReceiptStatus.UNCERTAIN)
     assert [r.key for r in receipts] == ["pay:charge:o1"]
-    await resolve_receipt(store, "s1", "pay:charge:o1", completed=False, now=2)
+    await resolve_receipt(store, "s1", "pay:charge:o1", status="failed")
     assert (await store.get_receipt("s1", "pay:charge:o1")).status == ReceiptStatus.FAILED
     with pytest.raises(StepConflictError):  # only an uncertain receipt can be resolved
-        await resolve_receipt(store, "s1", "pay:charge:o1", completed=True, now=3)
+        await resolve_receipt(store, "s1", "pay:charge:o1", status="completed")
+
+
+async def test_an_operator_resolution_says_completed_with_a_value_or_failed_without(
+    store: SessionStore,
+) -> None:
+    def outcome(authority: Any) -> Any:
+        raise TimeoutError("gateway timed out")
+
+    await _pay(store, _effect_tool(outcome))
+    for status, value in (("failed", {"charged": 1}), ("uncertain", None), ("prepared", None)):
+        with pytest.raises(ValueError, match=r"failed|completed"):
+            await resolve_receipt(store, "s1", "pay:charge:o1", status=status, value=value)
+    assert (await store.get_receipt("s1", "pay:charge:o1")).status == ReceiptStatus.UNCERTAIN
+    before = time.time()
+    settled = await resolve_receipt(
+        store, "s1", "pay:charge:o1", status=ReceiptStatus.COMPLETED, value={"charged": 1}
+    )
+    assert settled.value == {"charged": 1}
+    assert settled.updated_at >= before
 
 
 async def test_guard_rails(store: SessionStore) -> None:
@@ -378,7 +398,7 @@ async def test_shutdown_during_an_effect_stops_the_turn_and_leaves_the_receipt_u
     error = _tool_results(await store.load_transcript("s1"))[-1].result["error"]
     assert error.startswith("EffectUncertainError: the outcome of pay:charge:o1")
     assert CALLS == ["pay:charge:o1"]
-    settled = await resolve_receipt(store, "s1", "pay:charge:o1", completed=False, now=2)
+    settled = await resolve_receipt(store, "s1", "pay:charge:o1", status="failed")
     assert settled.status == ReceiptStatus.FAILED
 
 
