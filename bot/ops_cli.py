@@ -88,9 +88,3 @@ async def check_command(url: str, agent: Agent) -> int:
         return 1 if problems else 0
     finally:
         await store.close()
-
-
-def _now() -> float:
-    import time
-
-    return time.time()
