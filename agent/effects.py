@@ -24,7 +24,7 @@ from agent.errors import (
     ToolError,
 )
 from agent.messages import JsonValue
-from agent.seams import ReceiptRecord, ReceiptStatus
+from agent.seams import ReceiptRecord, ReceiptStatus, SessionStore
 from agent.signals import CancellationSignal
 from agent.tools import Tool, to_json_value
 
@@ -212,7 +212,13 @@ class EffectCoordinator:
 
 
 async def resolve_receipt(
-    store: Any, session: str, key: str, *, completed: bool, value: JsonValue = None, now: float
+    store: SessionStore,
+    session: str,
+    key: str,
+    *,
+    completed: bool,
+    value: JsonValue = None,
+    now: float,
 ) -> ReceiptRecord:
     """Operator resolution of an `uncertain` receipt, with the value observed at the provider."""
     receipt: ReceiptRecord | None = await store.get_receipt(session, key)
