@@ -484,5 +484,13 @@ ModelEvent = TextDelta | StreamRestart | ModelReply
 
 class Model(Protocol):
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        """Stream text deltas, then exactly one `ModelReply`; raise `ModelError` on failure."""
+        """Stream text deltas, then exactly one `ModelReply`, last; raise `ModelError` on failure.
+
+        The turn loop relies on this (`tests/contract/test_model.py` holds the contract): the
+        deltas after the last `StreamRestart` spell the reply's text; `StreamRestart` comes only
+        before the reply; tool calls are `ToolCall` blocks of the reply, with the stop reason
+        passed through. The loop may stop reading at any point (a cancel between deltas): it
+        then calls the iterator's `aclose()` if it has one, as an async generator does, so an
+        adapter holding a connection should be one; a plain `AsyncIterator` is just dropped.
+        """
         ...
