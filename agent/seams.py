@@ -427,8 +427,20 @@ class SessionStore(Protocol):
 
 
 class EventSink(Protocol):
+    """Where a runtime's live events go (`tests/contract/test_event_sink.py` holds the contract).
+
+    What the engine sends: per session, events in commit order; durable ones numbered as in the
+    session's log, each sent once, right after its commit; deltas with seq 0, only inside their
+    model step; nothing for a finished turn delivered again. Delivery is live only: what a sink
+    missed is read back from the log (`SessionStore.read_events`), never sent twice.
+    """
+
     async def emit(self, event: TurnEvent) -> None:
-        """Deliver one live event; must not raise into the turn (the turn does not wait on it)."""
+        """Take one event, in the order given, and never raise into the turn.
+
+        The runtime puts its `EventHub` in front of a host's sink, which waits on a slow sink only
+        so long (its `patience`); a sink should still hand slow work off rather than do it here.
+        """
         ...
 
 
