@@ -4,7 +4,7 @@ It imports neither `bot` nor `storage`; hosts plug stores, sinks and models into
 """
 
 from agent.agent_def import Agent, Schedule
-from agent.channels import Channel, ChannelContext, receive
+from agent.channels import Channel, ChannelContext, TurnStreamer, receive
 from agent.effects import Effect, EffectAuthority, resolve_receipt
 from agent.errors import (
     AbnormalStopError,
@@ -69,6 +69,7 @@ from agent.seams import (
     FactRecord,
     Lease,
     Model,
+    ModelEvent,
     ModelReply,
     ModelRequest,
     ModelSettings,
@@ -78,6 +79,7 @@ from agent.seams import (
     SessionStore,
     StepCommit,
     StoreHandle,
+    StreamRestart,
     TextDelta,
     ToolSpec,
     TurnRecord,
@@ -128,6 +130,7 @@ __all__ = [
     "MessageDelta",
     "Model",
     "ModelError",
+    "ModelEvent",
     "ModelReply",
     "ModelRequest",
     "ModelSettings",
@@ -154,6 +157,7 @@ __all__ = [
     "StepConflictError",
     "StoreError",
     "StoreHandle",
+    "StreamRestart",
     "SurfacePolicy",
     "TextBlock",
     "TextDelta",
@@ -178,6 +182,7 @@ __all__ = [
     "TurnResult",
     "TurnStarted",
     "TurnStatus",
+    "TurnStreamer",
     "UnknownToolError",
     "Usage",
     "UserMessage",

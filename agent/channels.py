@@ -10,13 +10,16 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agent.agent_def import Agent
 from agent.errors import AgentError
 from agent.events import TERMINAL_EVENT_TYPES, TurnEvent
 from agent.hitl import WORKSPACE_KEYS
 from agent.turn_input import Trigger, TurnInput
+
+if TYPE_CHECKING:
+    from agent.runtime import Runtime
 
 
 class Channel(Protocol):
@@ -25,10 +28,18 @@ class Channel(Protocol):
         ...
 
 
+class TurnStreamer(Protocol):
+    def run_stream(
+        self, input: TurnInput, *, session: str, turn_id: str | None = None
+    ) -> AsyncIterator[TurnEvent]:
+        """Start (or re-deliver) the turn and yield its events until a terminal one."""
+        ...
+
+
 class ChannelContext:
     """What a channel needs from the host: a way to run a turn and stream its events."""
 
-    def __init__(self, runtime: Any, agent: Agent) -> None:
+    def __init__(self, runtime: Runtime, agent: Agent) -> None:
         self.runtime = runtime
         self.agent = agent
 
@@ -52,8 +63,8 @@ class ChannelContext:
 
 
 async def receive(
-    channel: Any,
-    ctx: Any,
+    channel: Channel,
+    ctx: TurnStreamer,
     *,
     seed: str,
     target: Mapping[str, Any],

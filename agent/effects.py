@@ -28,7 +28,7 @@ from agent.errors import (
     ToolError,
 )
 from agent.messages import JsonValue
-from agent.seams import ReceiptRecord, ReceiptStatus
+from agent.seams import ReceiptRecord, ReceiptStatus, SessionStore
 from agent.signals import CancellationSignal
 from agent.tools import Tool, to_json_value
 
@@ -235,7 +235,7 @@ class EffectCoordinator:
 
 
 async def resolve_receipt(
-    store: Any,
+    store: SessionStore,
     session: str,
     key: str,
     *,

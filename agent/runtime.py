@@ -17,15 +17,18 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from agent.agent_def import Agent
 from agent.errors import LeaseLostError, TurnNotFoundError
 from agent.redaction import Redactor
-from agent.seams import EventSink, Lease, SessionStore, TurnKind, TurnStatus
+from agent.seams import EventSink, Lease, Model, SessionStore, TurnKind, TurnStatus
 from agent.sinks import EventHub
 from agent.turn_loop import TurnEnv, TurnRunner
 from agent.turn_result import TurnResult
+
+if TYPE_CHECKING:
+    from agent.session import AgentSession
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +67,7 @@ class Runtime:
     def __init__(
         self,
         store: SessionStore,
-        model: Any,
+        model: Model,
         *,
         agent: Agent | None = None,
         sink: EventSink | None = None,
@@ -156,7 +159,7 @@ class Runtime:
 
     # sessions -----------------------------------------------------------------------------
 
-    def session(self, agent: Agent | None, key: str) -> Any:
+    def session(self, agent: Agent | None, key: str) -> AgentSession:
         from agent.session import AgentSession
 
         chosen = agent or self.default_agent

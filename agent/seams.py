@@ -428,8 +428,20 @@ class SessionStore(Protocol):
 
 
 class EventSink(Protocol):
+    """Where a runtime's live events go (`tests/contract/test_event_sink.py` holds the contract).
+
+    What the engine sends: per session, events in commit order; durable ones numbered as in the
+    session's log, each sent once, right after its commit; deltas with seq 0, only inside their
+    model step; nothing for a finished turn delivered again. Delivery is live only: what a sink
+    missed is read back from the log (`SessionStore.read_events`), never sent twice.
+    """
+
     async def emit(self, event: TurnEvent) -> None:
-        """Deliver one live event; must not raise into the turn (the turn does not wait on it)."""
+        """Take one event, in the order given, and never raise into the turn.
+
+        The runtime puts its `EventHub` in front of a host's sink, which waits on a slow sink only
+        so long (its `patience`); a sink should still hand slow work off rather than do it here.
+        """
         ...
 
 
@@ -485,5 +497,13 @@ ModelEvent = TextDelta | StreamRestart | ModelReply
 
 class Model(Protocol):
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        """Stream text deltas, then exactly one `ModelReply`; raise `ModelError` on failure."""
+        """Stream text deltas, then exactly one `ModelReply`, last; raise `ModelError` on failure.
+
+        The turn loop relies on this (`tests/contract/test_model.py` holds the contract): the
+        deltas after the last `StreamRestart` spell the reply's text; `StreamRestart` comes only
+        before the reply; tool calls are `ToolCall` blocks of the reply, with the stop reason
+        passed through. The loop may stop reading at any point (a cancel between deltas): it
+        then calls the iterator's `aclose()` if it has one, as an async generator does, so an
+        adapter holding a connection should be one; a plain `AsyncIterator` is just dropped.
+        """
         ...

@@ -30,6 +30,7 @@ from agent.seams import (
     ConfirmationRecord,
     ConfirmationStatus,
     SessionStatus,
+    SessionStore,
     StoreHandle,
     TurnStatus,
 )
@@ -61,7 +62,7 @@ class AgentSession:
         self.key = key
 
     @property
-    def _store(self) -> Any:
+    def _store(self) -> SessionStore:
         return self.runtime.store
 
     # turns --------------------------------------------------------------------------------
@@ -364,7 +365,7 @@ async def grant_confirmation(
     )
 
 
-def parked_workspace(pending: Any) -> dict[str, str]:
+def parked_workspace(pending: JsonValue) -> dict[str, str]:
     """The workspace of the parked turn, saved with its checkpoint (older checkpoints: read off
     the inbound event they saved)."""
     if not isinstance(pending, dict):

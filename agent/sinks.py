@@ -1,14 +1,22 @@
-"""Live event delivery. The hub fans a runtime's events out to in-process observers; a slow or
-broken observer is logged and skipped, because a turn must never wait on, or fail because of,
-someone watching it.
+"""Live event delivery. The hub fans a runtime's events out to in-process observers and to the
+host's sink; a broken one is logged and skipped, and a slow one is left behind, because a turn
+must never fail because of, or wait long on, someone watching it.
+
+A quick observer is awaited before `emit` returns, so one that reacts to an event (cancelling the
+turn on a delta, say) is heard at the turn's next checkpoint. One that takes longer than the
+hub's `patience` is not waited for any further: the turn goes on, and that observer gets this
+event and every later one in order, as fast as it takes them, nothing dropped (held in memory
+meanwhile: one stuck for good should unsubscribe). Once it has caught up it is awaited again.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from functools import partial
 
 from agent.events import TurnEvent
 from agent.seams import EventSink
@@ -18,54 +26,139 @@ log = logging.getLogger(__name__)
 Observer = Callable[[TurnEvent], Awaitable[None] | None]
 Unsubscribe = Callable[[], None]
 
+DEFAULT_PATIENCE = 2.0
+"""Seconds a turn waits for one observer's handling of one event before it goes on without."""
 
-@dataclass(frozen=True)
+
 class _Subscription:
-    callback: Observer
-    session: str | None
-    turn_id: str | None
+    """One observer's place in the stream: the event it is busy with and the ones held for it."""
+
+    def __init__(
+        self, callback: Observer, session: str | None, turn_id: str | None, what: str
+    ) -> None:
+        self.callback = callback
+        self.session = session
+        self.turn_id = turn_id
+        self.what = what
+        self.active = True
+        self.busy: asyncio.Task[None] | None = None
+        self.held: deque[tuple[TurnEvent, asyncio.Future[None]]] = deque()
+        self.behind = False
+        """Set when a turn gave up waiting on it; cleared once it has caught up."""
+
+    def wants(self, event: TurnEvent) -> bool:
+        return (self.session is None or self.session == event.session) and (
+            self.turn_id is None or self.turn_id == event.turn_id
+        )
+
+    def offer(self, event: TurnEvent) -> asyncio.Future[None] | None:
+        """Hand the event over, or hold it while an earlier one (another session's, say) is still
+        being handled, so the order is kept per observer. Returns what to wait on for this
+        event's handling: None when it is over already, or the observer was left behind."""
+        if not self.active:
+            return None
+        if self.busy is not None:
+            handled = asyncio.get_running_loop().create_future()
+            self.held.append((event, handled))
+            return None if self.behind else handled
+        task = self._start(event)
+        return None if self.behind else task
+
+    def _start(self, event: TurnEvent) -> asyncio.Task[None] | None:
+        try:
+            outcome = self.callback(event)
+        except Exception:
+            log.exception("event %s failed; the turn goes on", self.what)
+            return None
+        if not inspect.isawaitable(outcome):
+            return None
+        task = asyncio.ensure_future(self._guarded(outcome))
+        self.busy = task
+        # Registered before anyone waits on the task, so it runs first: the observer is free
+        # for the next event by the time the turn that waited goes on.
+        task.add_done_callback(self._next)
+        return task
+
+    async def _guarded(self, outcome: Awaitable[None]) -> None:
+        try:
+            await outcome
+        except Exception:
+            log.exception("event %s failed; the turn goes on", self.what)
+
+    def _next(self, _: asyncio.Task[None]) -> None:
+        self.busy = None
+        while self.held and self.busy is None:
+            event, handled = self.held.popleft()
+            task = self._start(event) if self.active else None
+            if task is None:
+                _settle(handled)
+            else:
+                task.add_done_callback(partial(_settle, handled))
+        if not self.held:
+            self.behind = False
+
+    def close(self) -> None:
+        self.active = False
+        while self.held:
+            _settle(self.held.popleft()[1])
+
+
+def _settle(handled: asyncio.Future[None], _: object = None) -> None:
+    if not handled.done():
+        handled.set_result(None)
 
 
 class EventHub:
-    """An `EventSink` that forwards each event to matching subscribers and an optional sink."""
+    """An `EventSink` that forwards each event to matching subscribers and an optional sink.
 
-    def __init__(self, downstream: EventSink | None = None) -> None:
+    Each of them sees the events in the order they were emitted. `patience`: how long a turn
+    waits on one of them (see the module docstring); the host's sink is treated alike.
+    """
+
+    def __init__(
+        self, downstream: EventSink | None = None, *, patience: float = DEFAULT_PATIENCE
+    ) -> None:
         self._subs: list[_Subscription] = []
-        self._downstream = downstream
+        self._downstream = (
+            _Subscription(downstream.emit, None, None, "sink") if downstream is not None else None
+        )
+        self._patience = patience
 
     def subscribe(
         self, callback: Observer, *, session: str | None = None, turn_id: str | None = None
     ) -> Unsubscribe:
-        sub = _Subscription(callback, session, turn_id)
+        sub = _Subscription(callback, session, turn_id, "observer")
         self._subs.append(sub)
 
         def unsubscribe() -> None:
+            sub.close()
             if sub in self._subs:
                 self._subs.remove(sub)
 
         return unsubscribe
 
     async def emit(self, event: TurnEvent) -> None:
-        for sub in list(self._subs):
-            if sub.session is not None and sub.session != event.session:
-                continue
-            if sub.turn_id is not None and sub.turn_id != event.turn_id:
-                continue
-            await _deliver(sub.callback, event)
+        targets = [sub for sub in self._subs if sub.wants(event)]
         if self._downstream is not None:
-            try:
-                await self._downstream.emit(event)
-            except Exception:
-                log.exception("event sink failed; the turn goes on")
-
-
-async def _deliver(callback: Observer, event: TurnEvent) -> None:
-    try:
-        outcome = callback(event)
-        if inspect.isawaitable(outcome):
-            await outcome
-    except Exception:
-        log.exception("event observer failed; the turn goes on")
+            targets.append(self._downstream)
+        handling: dict[asyncio.Future[None], _Subscription] = {}
+        for sub in targets:
+            pending = sub.offer(event)
+            if pending is not None:
+                handling[pending] = sub
+        if not handling:
+            return
+        _, late = await asyncio.wait(handling, timeout=self._patience)
+        for pending in late:
+            handling[pending].behind = True
+        if late:
+            log.warning(
+                "%d event observer(s) took over %gs on a %s event; the turn goes on without "
+                "waiting for them, and they get every event in order as they catch up",
+                len(late),
+                self._patience,
+                event.type,
+            )
 
 
 class RecordingSink:

@@ -116,5 +116,5 @@ class ToolContext:
             }
         )
 
-    def details(self) -> dict[str, Any]:
+    def details(self) -> dict[str, str]:
         return {"session": self.session, "turn_id": self.turn_id, "call_id": self.call_id}

@@ -9,10 +9,10 @@ persists a live token. Cancellation is checked only at checkpoint boundaries.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from contextlib import aclosing
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from agent.agent_def import Agent
 from agent.errors import AbnormalStopError, ModelError
@@ -30,6 +30,7 @@ from agent.events import (
 from agent.hitl import workspace_of
 from agent.messages import (
     AssistantMessage,
+    JsonValue,
     Message,
     ToolCall,
     ToolMessage,
@@ -42,6 +43,8 @@ from agent.policy import TurnPolicy
 from agent.seams import (
     EventSink,
     Lease,
+    Model,
+    ModelEvent,
     ModelReply,
     ModelRequest,
     SessionStatus,
@@ -62,13 +65,38 @@ log = logging.getLogger(__name__)
 NORMAL_STOPS = frozenset({"end_turn", "tool_use", "stop_sequence"})
 
 
+@runtime_checkable
+class _Closable(Protocol):
+    def aclose(self) -> Awaitable[object]: ...
+
+
+@asynccontextmanager
+async def model_stream(
+    model: Model, request: ModelRequest
+) -> AsyncIterator[AsyncIterator[ModelEvent]]:
+    """The model's stream, closed on the way out if it can be closed.
+
+    The loop may stop reading early (a cancel between deltas, an error), and an adapter that is
+    an async generator may still hold an HTTP response then: it must be closed at once, not left
+    to the garbage collector. The `Model` Protocol promises only an `AsyncIterator`, though, and
+    a plain iterator has no `aclose`; demanding one (`contextlib.aclosing`) failed every turn of
+    a model written to the Protocol.
+    """
+    stream = model.stream(request)
+    try:
+        yield stream
+    finally:
+        if isinstance(stream, _Closable):
+            await stream.aclose()
+
+
 @dataclass(kw_only=True)
 class TurnEnv:
     """What a turn runs against; built by the runtime for each lease it holds."""
 
     agent: Agent
     store: SessionStore
-    model: Any
+    model: Model
     sink: EventSink
     lease: Lease
     ttl: float
@@ -87,7 +115,7 @@ class TurnRunner:
         self.cancellation = CancellationSignal()
         if turn.cancel_reason:
             self.cancellation.cancel(turn.cancel_reason)
-        self.steps: dict[str, Any] = {}
+        self.steps: dict[str, JsonValue] = {}
         self.policy = env.agent.policy_for(turn.input.source)
 
     async def run(self) -> TurnResult:
@@ -221,7 +249,13 @@ class TurnRunner:
             )
         )
 
-    async def _end(self, result: TurnResult, event: TurnEvent, **extra: Any) -> TurnResult:
+    async def _end(
+        self,
+        result: TurnResult,
+        event: TurnEvent,
+        *,
+        messages: Sequence[tuple[int, Message]] = (),
+    ) -> TurnResult:
         await self.commit(
             StepCommit(
                 turn_id=self.turn_id,
@@ -229,7 +263,7 @@ class TurnRunner:
                 turn_status=result.status,
                 turn_result=result.to_json(),
                 session_status=SessionStatus.IDLE,
-                **extra,
+                messages=messages,
             )
         )
         return result
@@ -312,7 +346,7 @@ class TurnRunner:
     async def _stream_reply(self) -> ModelReply:
         reply: ModelReply | None = None
         try:
-            async with aclosing(self.env.model.stream(self._request())) as stream:
+            async with model_stream(self.env.model, self._request()) as stream:
                 async for event in stream:
                     if isinstance(event, TextDelta):
                         await self.env.sink.emit(

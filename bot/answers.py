@@ -26,7 +26,7 @@ from agent import Agent, ResumeAuthorizationError, ResumeConflictError, ResumeEr
 from agent.errors import SessionSuspendedError
 from agent.hitl import ResumeRequest
 from agent.seams import ConfirmationStatus, SessionStatus, StoreHandle
-from agent.session import grant_answer, grant_confirmation
+from agent.session import AgentSession, grant_answer, grant_confirmation
 from bot.approvals import (
     NO_LONGER_PENDING,
     ApprovalRef,
@@ -138,7 +138,9 @@ class AnswerHandler:
         if self._showing:
             await asyncio.wait(set(self._showing), timeout=grace)
 
-    async def _respond(self, session: Any, click: Click, failure: Exception | None) -> None:
+    async def _respond(
+        self, session: AgentSession, click: Click, failure: Exception | None
+    ) -> None:
         try:
             await self._outcome(session, click, failure)
         except Exception:
@@ -146,7 +148,9 @@ class AnswerHandler:
                 "could not show an answer's outcome", extra={"session": click.ref.session}
             )
 
-    async def _outcome(self, session: Any, click: Click, failure: Exception | None) -> None:
+    async def _outcome(
+        self, session: AgentSession, click: Click, failure: Exception | None
+    ) -> None:
         match failure:
             case None:
                 pass
@@ -174,7 +178,7 @@ class AnswerHandler:
                 PostUpdate(post_key=post.post_key, state="closed"), time.time()
             )
 
-    async def _apply(self, session: Any, click: Click) -> None:
+    async def _apply(self, session: AgentSession, click: Click) -> None:
         """Commit the answer with what the bot must remember of it: the thread's renderer woken
         (the resumed turn is shown, whichever process runs it) and the request's message marked
         answered (shown as such by this click, or by the renderer if this process dies first)."""
@@ -231,7 +235,7 @@ class AnswerHandler:
             await self.delivery.mark_active(ref.session, time.time())
             self.kick(ref.session)
 
-    async def _stale(self, session: Any, click: Click) -> None:
+    async def _stale(self, session: AgentSession, click: Click) -> None:
         """Not pending: say so; show the answer if we know it, else that it expired.
 
         Only where the button is the clicked message's own and its request is really gone: a
@@ -271,7 +275,9 @@ class AnswerHandler:
         waiting = request.get("id") if isinstance(request, dict) else None
         return pending.get("turn_id") != ref.turn_id or waiting != ref.ident
 
-    async def _answer_of(self, session: Any, ref: ApprovalRef) -> dict[str, Any] | str | None:
+    async def _answer_of(
+        self, session: AgentSession, ref: ApprovalRef
+    ) -> dict[str, Any] | str | None:
         store = self.runtime.store
         if ref.kind == "confirm":
             record = await store.get_confirmation(ref.session, ref.ident)

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from storage.redis_dispatch import RedisDispatcher
 
 from agent import Agent, Runtime
-from agent.seams import SessionStore
+from agent.seams import Model, SessionStore
 from bot.answers import AnswerHandler
 from bot.heap import freeze_startup_heap
 from bot.listeners import ACKS_IN_FLIGHT, Listeners
@@ -257,7 +257,7 @@ def serving_app(
     )
 
 
-def build_model(settings: Settings) -> Any:
+def build_model(settings: Settings) -> Model:
     """Raises `ModelError` at start for a missing key or a budget the API would refuse."""
     from agent.anthropic_model import AnthropicModel
 
@@ -283,7 +283,7 @@ async def open_bot(
     settings: Settings,
     *,
     agent: Agent | None = None,
-    model: Any = None,
+    model: Model | None = None,
     store: SessionStore | None = None,
     clock: Callable[[], float] = time.time,
     render_settings: RenderSettings | None = None,
