@@ -11,8 +11,10 @@ Two things it cannot do, by design:
 - Nothing a local tool does can be undone: if `run` raises, the exception propagates and the step
   commits nothing, but any side effect the tool had already caused stays.
 
-Every method runs under one `asyncio.Lock` and never awaits while holding it, so each call is
-atomic with respect to the others, as a transaction would be.
+Every method runs under one `asyncio.Lock`, so each call is atomic with respect to the others, as
+a transaction would be. Only `commit_local` awaits while holding it: the local tool runs on a
+worker thread, as it would inside a SQL store's transaction, so a tool that takes a second takes
+it from this store's callers, not from the event loop.
 """
 
 from __future__ import annotations
@@ -273,7 +275,7 @@ class MemoryStore:
     ) -> tuple[R, list[TurnEvent]]:
         async with self._lock:
             state = self._fence(lease)
-            result = run(NoHandle())
+            result = await asyncio.to_thread(run, NoHandle())
             commit = build(result)
             encoded = encode_commit(lease.session, commit)
             last_seq = ops.apply_commit(state, self._ids, commit, encoded, now + ttl)

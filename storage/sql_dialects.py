@@ -1,8 +1,8 @@
 """What differs between SQLite and PostgreSQL, kept to a few small overrides.
 
 `SqlStore` and the migrations are written once against SQLAlchemy Core; a `SqlDialect` decides
-how the engine is made, how a transaction body reaches it (`storage.sql_executor`) and how "insert
-unless present" is spelled. Everything else is the same SQL on both.
+how the engine is made, how many threads run transaction bodies on it (`storage.sql_executor`) and
+how "insert unless present" is spelled. Everything else is the same SQL on both.
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from storage.sql_executor import WRITE_OPTION, AsyncExecutor, ThreadExecutor, TransactionExecutor
+from storage.sql_executor import WRITE_OPTION, ThreadExecutor, TransactionExecutor
 
 __all__ = [
+    "POSTGRES_POOL_SIZE",
     "SQLITE_BUSY_TIMEOUT_MS",
     "WRITE_OPTION",
     "PostgresDialect",
@@ -29,6 +30,11 @@ __all__ = [
 ]
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+POSTGRES_POOL_SIZE = 10
+"""Connections per PostgreSQL engine, and threads per store executor: ten, not SQLAlchemy's
+five, because a web process's acks (`bot.listeners.ACKS_IN_FLIGHT`) and a worker's concurrent
+sessions would otherwise queue or open and close overflow connections."""
 
 _SQLITE_DRIVERS = ("sqlite", "sqlite+pysqlite", "sqlite+aiosqlite")
 _POSTGRES_DRIVERS = ("postgresql", "postgresql+psycopg", "postgresql+psycopg_async")
@@ -47,9 +53,9 @@ class SqlDialect:
         raise NotImplementedError
 
     def create_engine(self) -> AsyncEngine:
-        """An async engine with this dialect's connection setup, for components that keep an
-        engine of their own off the step path (the Slack renderer's delivery state). The store
-        itself goes through `executor()`."""
+        """An async engine with this dialect's connection setup, for code that wants to await
+        its own queries (tests). The stores go through `executor()`, which keeps their bodies,
+        and the tools inside them, off the event loop."""
         raise NotImplementedError
 
     def insert_ignoring_conflict(self, table: Table, *index_elements: str) -> Insert:
@@ -75,7 +81,7 @@ class SqliteDialect(SqlDialect):
         self._make_directory()
         engine = create_engine(self.url)
         _configure(engine)
-        return ThreadExecutor(engine, name="sqlite-store")
+        return ThreadExecutor(engine, name="sqlite-store", keep_connection=True)
 
     def create_engine(self) -> AsyncEngine:
         self._make_directory()
@@ -123,7 +129,8 @@ def _sqlite_on_begin(conn: Connection) -> None:
 
 
 class PostgresDialect(SqlDialect):
-    """PostgreSQL through psycopg 3's native asyncio.
+    """PostgreSQL through psycopg 3: the store's transactions on its sync driver, one worker
+    thread per pooled connection (see `storage.sql_executor`).
 
     READ COMMITTED is enough: every write that must be serialised per session first updates (and
     so row-locks) the session row, and the lease fence is checked by that same UPDATE.
@@ -132,12 +139,12 @@ class PostgresDialect(SqlDialect):
     name = "postgresql"
 
     def executor(self) -> TransactionExecutor:
-        return AsyncExecutor(self.create_engine())
+        engine = create_engine(self.url, pool_size=POSTGRES_POOL_SIZE)
+        _ping_when_idle(engine)
+        return ThreadExecutor(engine, name="postgresql-store", threads=POSTGRES_POOL_SIZE)
 
     def create_engine(self) -> AsyncEngine:
-        # Ten, not SQLAlchemy's five: a web process's acks (`bot.listeners.ACKS_IN_FLIGHT`) and
-        # a worker's concurrent sessions would otherwise open and close overflow connections.
-        engine = create_async_engine(self.url, pool_size=10)
+        engine = create_async_engine(self.url, pool_size=POSTGRES_POOL_SIZE)
         _ping_when_idle(engine.sync_engine)
         return engine
 

@@ -1,16 +1,23 @@
 """How a transaction body reaches the database: one hop per transaction, whatever the driver.
 
 Every `SqlStore` method is a plain sync function `(Connection) -> result` (its "body"), so the SQL
-is written once. An executor runs a body in one transaction:
+is written once. A `ThreadExecutor` runs a body in one transaction, whole, on a worker thread of
+its own, never on the event loop: a body may wait on a row lock, and a local tool runs inside it
+(`agent.tool_steps`), which may take as long as its author wrote it to. On the loop either would
+stop every ack, lease heartbeat and renderer of the process meanwhile.
 
-- `ThreadExecutor` (SQLite): the sync engine on one dedicated worker thread per store. A body runs
-  there whole, so a step commit costs one hand-off between the event loop and the thread. An
-  async SQLite driver hands each cursor call to its thread instead (about twenty per commit),
-  and those hand-offs, not SQLite, were most of a step's cost. One thread also means one
-  connection: SQLite has a single writer anyway, and the store's writes queue up in-process
-  instead of contending for the file lock.
-- `AsyncExecutor` (PostgreSQL): SQLAlchemy's async engine on psycopg's native asyncio, the body
-  run through `AsyncConnection.run_sync`, which drives the same sync code without a thread.
+- SQLite: one thread and one connection per store. A step commit costs one hand-off between the
+  event loop and the thread. An async SQLite driver hands each cursor call to its thread instead
+  (about twenty per commit), and those hand-offs, not SQLite, were most of a step's cost. One
+  connection also suits SQLite's single writer: the store's writes queue up in-process instead of
+  contending for the file lock.
+- PostgreSQL: psycopg 3's sync driver on as many threads as the pool has connections, each
+  transaction on a connection checked out of the pool (so the dialect's ping of a connection idle
+  for a while runs at checkout, as before). PostgreSQL runs transactions side by side; when every
+  thread is busy, the next transaction waits in this executor's queue, where urgent ones go first,
+  rather than in the pool's. psycopg releases the GIL while it waits on the server, so the threads
+  cost the loop little. (Before, the body ran on the loop through `AsyncConnection.run_sync`: a
+  local tool sleeping 1 s stalled the loop 1 s.)
 
 Write transactions are begun with the `WRITE_OPTION` execution option, which SQLite turns into
 BEGIN IMMEDIATE (see `storage.sql_dialects`).
@@ -30,7 +37,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 R = TypeVar("R")
 
@@ -60,21 +66,34 @@ _URGENT, _BACKGROUND, _LAST = 0, 1, 2
 
 
 class ThreadExecutor:
-    """A sync engine confined to one worker thread, which keeps one connection open.
+    """A sync engine confined to worker threads of its own, started as transactions need them.
 
-    Every connection is made, used and closed on that thread (pysqlite connections refuse to
-    cross threads, and that is the check we want). Keeping the connection, rather than checking
-    one out of the pool per transaction, changes nothing SQLite sees (a one-thread pool hands out
-    the same connection every time) and saves the pool's bookkeeping on every step.
+    Every connection is made, used and closed on a worker thread (pysqlite connections refuse to
+    cross threads, and that is the check we want). With `keep_connection` each thread keeps the
+    one connection it opened rather than checking one out of the pool per transaction: for
+    SQLite that changes nothing the database sees (a one-thread pool hands out the same
+    connection every time) and saves the pool's bookkeeping on every step.
 
-    The thread takes urgent transactions first, then the rest in arrival order. In a process that
-    runs turns, the turns' commits (each with its fsync) kept this thread busy most of the time
-    under a burst, and an event's ack waited behind all the commits queued before it (200
-    events/s with turns running: p50 30 ms, p99 110-170 ms, nearly all of it in this queue).
+    Free threads take urgent transactions first, then the rest in arrival order. In a process
+    that runs turns, the turns' commits (each with its fsync) kept SQLite's one thread busy most
+    of the time under a burst, and an event's ack waited behind all the commits queued before it
+    (200 events/s with turns running: p50 30 ms, p99 110-170 ms, nearly all of it in this queue).
     """
 
-    def __init__(self, engine: Engine, *, name: str = "sql-store") -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        name: str = "sql-store",
+        threads: int = 1,
+        keep_connection: bool = False,
+    ) -> None:
+        if threads < 1:
+            raise ValueError("a ThreadExecutor needs at least one thread")
         self._engine = engine
+        self._name = name
+        self._max_threads = threads
+        self._keep_connection = keep_connection
         # Two lanes and a wake-up token per job: all of it C-implemented and lock-free from
         # Python's side (a `queue.PriorityQueue` added about 20 µs per hop with its Condition).
         self._lanes: tuple[collections.deque[_Job], collections.deque[_Job]] = (
@@ -82,10 +101,20 @@ class ThreadExecutor:
             collections.deque(),
         )
         self._wake: queue.SimpleQueue[None] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
-        self._thread.start()
-        self._connection: Connection | None = None
-        """Touched only on the worker thread."""
+        # Guards the thread count and the idle count, and makes "urgent first" exact when
+        # several threads take jobs at once; held for a few bytecodes at a time.
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self._idle = 0
+        """Threads done with their last job and not yet promised to a new one."""
+        self._retired = 0
+        self._local = threading.local()
+        """`connection`: the connection a thread keeps (with `keep_connection`)."""
+
+    @property
+    def threads(self) -> list[threading.Thread]:
+        """The worker threads started so far (for tests that check they end)."""
+        return list(self._threads)
 
     async def read(self, body: Callable[[Connection], R], *, urgent: bool = False) -> R:
         return await self._hop(_URGENT if urgent else _BACKGROUND, self._transaction, body, False)
@@ -94,8 +123,14 @@ class ThreadExecutor:
         return await self._hop(_URGENT if urgent else _BACKGROUND, self._transaction, body, True)
 
     async def close(self) -> None:
-        """After everything already queued; the thread ends with it."""
-        await self._hop(_LAST, self._dispose)
+        """After everything already queued; the threads end with it, the last one disposing of
+        the engine (its pooled connections are closed off the loop, on a thread they belong to)."""
+        with self._lock:
+            started = len(self._threads)
+        if not started:
+            self._engine.dispose()  # nothing was ever connected: no I/O
+            return
+        await asyncio.gather(*(self._hop(_LAST, self._retire) for _ in range(started)))
 
     async def _hop(self, priority: int, fn: Callable[..., R], *args: object) -> R:
         # The caller's context goes along (as `asyncio.to_thread` does), so a local tool running
@@ -104,15 +139,33 @@ class ThreadExecutor:
         future: concurrent.futures.Future[R] = concurrent.futures.Future()
         call = functools.partial(context.run, fn, *args)
         self._lanes[0 if priority == _URGENT else 1].append(_Job(priority, future, call))
+        if priority != _LAST:
+            self._find_thread()
         self._wake.put(None)
         # Cancelling the await cancels a job that has not started; one that has runs to its end.
         return await asyncio.wrap_future(future)
+
+    def _find_thread(self) -> None:
+        """Promise the new job an idle thread, or start one while fewer than `threads` run;
+        otherwise it waits for the first thread to finish."""
+        with self._lock:
+            if self._idle:
+                self._idle -= 1
+                return
+            if len(self._threads) >= self._max_threads:
+                return
+            thread = threading.Thread(
+                target=self._serve, name=f"{self._name}-{len(self._threads)}", daemon=True
+            )
+            self._threads.append(thread)
+        thread.start()
 
     def _serve(self) -> None:
         urgent, background = self._lanes
         while True:
             self._wake.get()
-            job = urgent.popleft() if urgent else background.popleft()
+            with self._lock:
+                job = urgent.popleft() if urgent else background.popleft()
             if job.future.set_running_or_notify_cancel():
                 try:
                     result = job.call()
@@ -122,29 +175,44 @@ class ThreadExecutor:
                     job.future.set_result(result)
             if job.priority == _LAST:
                 return
+            with self._lock:
+                self._idle += 1
 
     def _transaction(self, body: Callable[[Connection], R], write: bool) -> R:
-        conn = self._connection
-        if conn is None or conn.closed or conn.invalidated:
-            if conn is not None:
-                conn.close()
-            conn = self._connection = self._engine.connect()
-        # In place on a Connection: read by the "begin" hook that picks BEGIN or BEGIN IMMEDIATE.
-        conn.execution_options(**{WRITE_OPTION: write})
-        if write:
-            with conn.begin():
-                return body(conn)
-        transaction = conn.begin()
-        try:
-            return body(conn)
-        finally:
-            transaction.rollback()
+        if not self._keep_connection:
+            with self._engine.connect() as conn:
+                return _run(conn, body, write)
+        kept: Connection | None = getattr(self._local, "connection", None)
+        if kept is None or kept.closed or kept.invalidated:
+            if kept is not None:
+                kept.close()
+            kept = self._local.connection = self._engine.connect()
+        return _run(kept, body, write)
 
-    def _dispose(self) -> None:
-        if self._connection is not None:
-            self._connection.close()
-            self._connection = None
-        self._engine.dispose()
+    def _retire(self) -> None:
+        """This thread's last job: close what it kept; the last thread out disposes."""
+        kept = getattr(self._local, "connection", None)
+        if kept is not None:
+            self._local.connection = None
+            kept.close()
+        with self._lock:
+            self._retired += 1
+            last = self._retired == len(self._threads)
+        if last:
+            self._engine.dispose()
+
+
+def _run(conn: Connection, body: Callable[[Connection], R], write: bool) -> R:
+    # In place on a Connection: read by the "begin" hook that picks BEGIN or BEGIN IMMEDIATE.
+    conn.execution_options(**{WRITE_OPTION: write})
+    if write:
+        with conn.begin():
+            return body(conn)
+    transaction = conn.begin()
+    try:
+        return body(conn)
+    finally:
+        transaction.rollback()
 
 
 @dataclass(frozen=True)
@@ -152,25 +220,3 @@ class _Job:
     priority: int
     future: concurrent.futures.Future[Any]
     call: Callable[[], Any]
-
-
-class AsyncExecutor:
-    """An async engine; a body runs on the event loop's own thread through `run_sync`.
-
-    `urgent` changes nothing here: there is no queue of this executor's own (each transaction
-    takes a pooled connection, and PostgreSQL runs them side by side)."""
-
-    def __init__(self, engine: AsyncEngine) -> None:
-        self._engine = engine
-        self._writer = engine.execution_options(**{WRITE_OPTION: True})
-
-    async def read(self, body: Callable[[Connection], R], *, urgent: bool = False) -> R:
-        async with self._engine.connect() as conn:
-            return await conn.run_sync(body)
-
-    async def write(self, body: Callable[[Connection], R], *, urgent: bool = False) -> R:
-        async with self._writer.begin() as conn:
-            return await conn.run_sync(body)
-
-    async def close(self) -> None:
-        await self._engine.dispose()

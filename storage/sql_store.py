@@ -1,9 +1,9 @@
 """`SqlStore`: the `SessionStore` seam on SQLAlchemy Core, for SQLite and PostgreSQL.
 
 Each method is one transaction whose body is a sync function in `sql_turns`, `sql_commit`,
-`sql_reset` or `sql_ledgers`; the dialect's executor decides how it reaches the database (one
-hop to SQLite's worker thread, or `run_sync` on PostgreSQL's async engine). The SQL is written
-once; this class only encodes arguments, picks read or write, and numbers events.
+`sql_reset` or `sql_ledgers`; the dialect's executor runs it on a worker thread (SQLite's one,
+or one of PostgreSQL's pool), never on the event loop. The SQL is written once; this class only
+encodes arguments, picks read or write, and numbers events.
 
 Every write starts by touching the session row, so writes to one session serialise on that row
 (PostgreSQL row lock; SQLite's database write lock, taken up front by BEGIN IMMEDIATE). A fenced

@@ -10,7 +10,9 @@
 - `store`: the same test against `memory`, `sqlite` and `postgres`.
 
 Migrations are async but some fixtures here are sync (an async fixture cannot request another
-async fixture lazily), so they run on a private event loop in a worker thread.
+async fixture lazily), so they run on a private event loop in a worker thread. A fixture that
+picks its database lazily (`request.getfixturevalue`) is sync too: from an async one, the
+database's setup would run on the test's event loop and block it.
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ from storage import MemoryStore, SqlStore, upgrade_database
 from storage.sql_schema import STORE_TABLES
 
 T = TypeVar("T")
+
+pytest_plugins = ("tests.support.loop_watch",)
+"""`loop_watch`: fails a test that blocks its event loop; autouse in `integration` and `bot`."""
 
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 POSTGRES_FIXTURES = frozenset({"postgres_url", "postgres_database"})
@@ -148,14 +153,20 @@ def sqlite_url(_sqlite_template: Path, tmp_path: Path) -> str:
     params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)],
     ids=["memory", "sqlite", "postgres"],
 )
-async def store(request: pytest.FixtureRequest) -> AsyncIterator[SessionStore]:
-    """An open, empty store of each kind; closed after the test."""
-    opened: SessionStore
+def store_url(request: pytest.FixtureRequest) -> str | None:
+    """The database behind `store`, None for memory. A sync fixture: the database's own setup
+    (sync psycopg, the run's migration on first use) runs while the test's event loop is
+    stopped, whereas requested from inside an async fixture it would block that loop."""
     if request.param == "memory":
-        opened = MemoryStore()
-    else:
-        url = request.getfixturevalue(f"{request.param}_url")
-        opened = await SqlStore.open(url)
+        return None
+    url: str = request.getfixturevalue(f"{request.param}_url")
+    return url
+
+
+@pytest.fixture
+async def store(store_url: str | None) -> AsyncIterator[SessionStore]:
+    """An open, empty store of each kind; closed after the test."""
+    opened: SessionStore = MemoryStore() if store_url is None else await SqlStore.open(store_url)
     try:
         yield opened
     finally:

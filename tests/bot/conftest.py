@@ -12,6 +12,13 @@ from bot.testing import SlackStandIn
 from storage.delivery_schema import DELIVERY_TABLES
 from storage.sql_dialects import dialect_for
 from tests.bot.harness import ONE_PROCESS, WEB_AND_WORKER, Running, start_bot
+from tests.support.loop_watch import LoopWatch
+
+
+@pytest.fixture(autouse=True)
+def _loop_never_blocked(loop_watch: LoopWatch) -> LoopWatch:
+    """The bot acks, renders and heartbeats on one loop: a test that blocks it fails."""
+    return loop_watch
 
 
 async def _empty_delivery_tables(url: str) -> None:
@@ -34,11 +41,17 @@ async def standin() -> AsyncIterator[SlackStandIn]:
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-async def db_url(request: pytest.FixtureRequest) -> str:
-    """The core flows run on both databases."""
+def picked_db_url(request: pytest.FixtureRequest) -> str:
+    """The core flows run on both databases. Picked lazily by a sync fixture, so the database's
+    setup runs off the test's loop."""
     url: str = request.getfixturevalue(f"{request.param}_url")
-    await _empty_delivery_tables(url)
     return url
+
+
+@pytest.fixture
+async def db_url(picked_db_url: str) -> str:
+    await _empty_delivery_tables(picked_db_url)
+    return picked_db_url
 
 
 @pytest.fixture

@@ -19,15 +19,14 @@ Reopen = Callable[[], Awaitable[SessionStore]]
 
 
 @pytest.fixture
-async def reopen(store: SessionStore, request: pytest.FixtureRequest) -> AsyncIterator[Reopen]:
+async def reopen(store: SessionStore, store_url: str | None) -> AsyncIterator[Reopen]:
     """Open the test's database again (SQL); every store opened is closed after the test."""
     opened: list[SessionStore] = []
 
     async def again() -> SessionStore:
-        if not isinstance(store, SqlStore):
+        if store_url is None:
             return store
-        param = request.node.callspec.params["store"]
-        other = await SqlStore.open(request.getfixturevalue(f"{param}_url"))
+        other = await SqlStore.open(store_url)
         opened.append(other)
         return other
 

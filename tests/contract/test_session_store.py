@@ -218,13 +218,12 @@ async def test_a_parked_session_with_no_reset_pending_still_refuses_other_turns(
 
 
 async def test_concurrent_enqueue_of_one_turn_creates_it_once(
-    store: SessionStore, request: pytest.FixtureRequest
+    store: SessionStore, store_url: str | None
 ) -> None:
     """Two processes racing a Slack retry: separate SQL stores (engines) on one database."""
     other = store
-    if isinstance(store, SqlStore):
-        param = request.node.callspec.params["store"]
-        other = await SqlStore.open(request.getfixturevalue(f"{param}_url"))
+    if store_url is not None:
+        other = await SqlStore.open(store_url)
     try:
         stores = [store, other] * 4
         results = await asyncio.gather(

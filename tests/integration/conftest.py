@@ -13,8 +13,15 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from storage import SqlStore
+from tests.support.loop_watch import LoopWatch
 
 TOOL_TABLES = ("test_orders", "rollback_probe", "demo_orders")
+
+
+@pytest.fixture(autouse=True)
+def _loop_never_blocked(loop_watch: LoopWatch) -> LoopWatch:
+    """The engine's turns, leases and sinks share one loop: a test that blocks it fails."""
+    return loop_watch
 
 
 async def _drop_tool_tables(url: str) -> None:
@@ -28,10 +35,16 @@ async def _drop_tool_tables(url: str) -> None:
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-async def sql_url(request: pytest.FixtureRequest) -> str:
+def sql_database(request: pytest.FixtureRequest) -> str:
+    """Picked lazily by a sync fixture, so the database's setup runs off the test's loop."""
     url: str = request.getfixturevalue(f"{request.param}_url")
-    await _drop_tool_tables(url)
     return url
+
+
+@pytest.fixture
+async def sql_url(sql_database: str) -> str:
+    await _drop_tool_tables(sql_database)
+    return sql_database
 
 
 @pytest.fixture

@@ -4,8 +4,8 @@ runs again, and the local tool's store write exists exactly once."""
 
 from __future__ import annotations
 
+import asyncio
 import os
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
@@ -33,42 +33,47 @@ BOUNDARIES = [
 ]
 
 
-def _child(url: str, turn: str, run_log: Path, *extra: str) -> subprocess.Popen[str]:
+async def _child(url: str, turn: str, run_log: Path, *extra: str) -> asyncio.subprocess.Process:
+    """An asyncio subprocess: its pipes are read without blocking the test's event loop."""
     env = {**os.environ, RUN_LOG_ENV: str(run_log), "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen(
-        [sys.executable, "-m", "tests.support.crash_child", url, "crash:s", turn, *extra],
+    return await asyncio.create_subprocess_exec(
+        *[sys.executable, "-m", "tests.support.crash_child", url, "crash:s", turn, *extra],
         cwd=ROOT,
         env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
 
 
-def _crash_at(url: str, turn: str, run_log: Path, boundary: str) -> None:
-    proc = _child(url, turn, run_log, "--crash", boundary)
+async def _lines_until(proc: asyncio.subprocess.Process, prefix: str) -> str:
+    """The child's first output line starting with `prefix` ("" if it ends without one)."""
     assert proc.stdout is not None
+    async for raw in proc.stdout:
+        line = raw.decode()
+        if line.startswith(prefix):
+            return line
+    return ""
+
+
+async def _crash_at(url: str, turn: str, run_log: Path, boundary: str) -> None:
+    proc = await _child(url, turn, run_log, "--crash", boundary)
     try:
-        for line in proc.stdout:
-            if line.startswith("AT "):
-                assert line.split()[1] == boundary
-                proc.kill()  # SIGKILL: no cleanup, no finally blocks, open transaction lost
-                break
-        else:
-            raise AssertionError(f"child never reached {boundary}: {proc.stderr.read()}")  # type: ignore[union-attr]
+        line = await _lines_until(proc, "AT ")
+        if not line:
+            assert proc.stderr is not None
+            raise AssertionError(f"child never reached {boundary}: {await proc.stderr.read()!r}")
+        assert line.split()[1] == boundary
+        proc.kill()  # SIGKILL: no cleanup, no finally blocks, open transaction lost
     finally:
-        proc.wait(timeout=30)
-        if proc.stderr:
-            proc.stderr.close()
-        proc.stdout.close()
+        await asyncio.wait_for(proc.wait(), 30)
     assert proc.returncode == -9
 
 
-def _complete(url: str, turn: str, run_log: Path, *extra: str) -> list[str]:
-    proc = _child(url, turn, run_log, *extra)
-    out, err = proc.communicate(timeout=90)
-    assert proc.returncode == 0, err
-    return out.splitlines()
+async def _complete(url: str, turn: str, run_log: Path, *extra: str) -> list[str]:
+    proc = await _child(url, turn, run_log, *extra)
+    out, err = await asyncio.wait_for(proc.communicate(), 90)
+    assert proc.returncode == 0, err.decode()
+    return out.decode().splitlines()
 
 
 async def _final_state(url: str) -> tuple[list[object], list[str], list[str], int]:
@@ -114,10 +119,10 @@ async def test_sigkill_at_each_boundary_then_redelivery_completes_once(
     sql_url: str, tmp_path: Path, boundary: str
 ) -> None:
     run_log = tmp_path / "runs.log"
-    _crash_at(sql_url, "T1", run_log, boundary)
+    await _crash_at(sql_url, "T1", run_log, boundary)
     await _assert_outbox_matches_steps(sql_url)
     runs_before = read_runs(run_log)
-    lines = _complete(sql_url, "T1", run_log)
+    lines = await _complete(sql_url, "T1", run_log)
 
     assert lines[-1] == "RESULT completed Ordered 2 mugs."
     transcript, steps, event_types, orders = await _final_state(sql_url)
@@ -161,8 +166,8 @@ async def test_dead_worker_turn_resumes_without_redelivery(
 ) -> None:
     """Only the lease expiring brings the turn back: nobody re-delivers it."""
     run_log = tmp_path / "runs.log"
-    _crash_at(sql_url, "T1", run_log, boundary)
-    lines = _complete(sql_url, "T1", run_log, "--recover-only")
+    await _crash_at(sql_url, "T1", run_log, boundary)
+    lines = await _complete(sql_url, "T1", run_log, "--recover-only")
     assert lines[-1] == "RESULT completed Ordered 2 mugs."
     transcript, steps, _, orders = await _final_state(sql_url)
     assert len(transcript) == 5
@@ -174,9 +179,9 @@ async def test_crash_mid_batch_resumes_only_the_remaining_call(
     sql_url: str, tmp_path: Path
 ) -> None:
     run_log = tmp_path / "runs.log"
-    _crash_at(sql_url, "T1", run_log, "after:tool:1:a")
+    await _crash_at(sql_url, "T1", run_log, "after:tool:1:a")
     assert read_runs(run_log) == ["lookup_stock"]
-    _complete(sql_url, "T1", run_log)
+    await _complete(sql_url, "T1", run_log)
     assert read_runs(run_log) == ["lookup_stock", "create_order"]
 
 
@@ -184,13 +189,11 @@ async def test_cancel_is_durable_across_sigkill_and_recovery(sql_url: str, tmp_p
     """Cancelled while its worker was stuck mid-batch, then the worker died: the recovered turn
     ends cancelled instead of running again."""
     run_log = tmp_path / "runs.log"
-    proc = _child(sql_url, "T1", run_log, "--crash", "before:tool:1:a")
+    proc = await _child(sql_url, "T1", run_log, "--crash", "before:tool:1:a")
     assert proc.stdout is not None
     try:
-        assert proc.stdout.readline().startswith("DELTA")
-        for line in proc.stdout:
-            if line.startswith("AT "):
-                break
+        assert (await proc.stdout.readline()).startswith(b"DELTA")
+        assert await _lines_until(proc, "AT ")
         store = await SqlStore.open(sql_url)
         try:
             cancelled = await store.request_cancel("crash:s", "T1", "user said stop")
@@ -199,12 +202,9 @@ async def test_cancel_is_durable_across_sigkill_and_recovery(sql_url: str, tmp_p
         assert cancelled is not None
         proc.kill()
     finally:
-        proc.wait(timeout=30)
-        proc.stdout.close()
-        if proc.stderr:
-            proc.stderr.close()
+        await asyncio.wait_for(proc.wait(), 30)
     runs_before = read_runs(run_log)
-    lines = _complete(sql_url, "T1", run_log, "--recover-only")
+    lines = await _complete(sql_url, "T1", run_log, "--recover-only")
     assert lines[-1] == "RESULT cancelled "
     assert read_runs(run_log) == runs_before, "nothing ran after the cancel"
     transcript, _steps, event_types, orders = await _final_state(sql_url)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -130,38 +129,37 @@ async def test_service_itself_refuses_a_changed_payload_under_a_key(inventory: A
     assert service.stock("FILTER-A") == 2
 
 
-def _run(url: str, service_url: str, run_log: Path, *args: str) -> subprocess.Popen[str]:
+async def _run(url: str, service_url: str, run_log: Path, *args: str) -> asyncio.subprocess.Process:
+    """An asyncio subprocess: its pipes are read without blocking the test's event loop."""
     env = {**os.environ, RUN_LOG_ENV: str(run_log), "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen(
-        [sys.executable, "-m", "tests.support.effect_child", url, service_url, "fan", "T1", *args],
+    return await asyncio.create_subprocess_exec(
+        *[sys.executable, "-m", "tests.support.effect_child", url, service_url, "fan", "T1", *args],
         cwd=ROOT,
         env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
 
 
-def _kill_before_settle(url: str, service_url: str, run_log: Path) -> None:
-    proc = _run(url, service_url, run_log, "--crash-before-settle")
+async def _kill_before_settle(url: str, service_url: str, run_log: Path) -> None:
+    proc = await _run(url, service_url, run_log, "--crash-before-settle")
     assert proc.stdout is not None
     try:
-        line = proc.stdout.readline()
-        assert line.strip() == "AT settle", proc.stderr.read() if proc.stderr else line
+        line = (await proc.stdout.readline()).decode()
+        if line.strip() != "AT settle":
+            assert proc.stderr is not None
+            raise AssertionError(f"{line!r}: {await proc.stderr.read()!r}")
         proc.kill()
     finally:
-        proc.wait(timeout=30)
-        proc.stdout.close()
-        if proc.stderr:
-            proc.stderr.close()
+        await asyncio.wait_for(proc.wait(), 30)
     assert proc.returncode == -9
 
 
-def _recover(url: str, service_url: str, run_log: Path, *extra: str) -> str:
-    proc = _run(url, service_url, run_log, "--recover-only", *extra)
-    out, err = proc.communicate(timeout=90)
-    assert proc.returncode == 0, err
-    return out.splitlines()[-1]
+async def _recover(url: str, service_url: str, run_log: Path, *extra: str) -> str:
+    proc = await _run(url, service_url, run_log, "--recover-only", *extra)
+    out, err = await asyncio.wait_for(proc.communicate(), 90)
+    assert proc.returncode == 0, err.decode()
+    return out.decode().splitlines()[-1]
 
 
 async def test_fan7_step_4_kill_after_the_service_committed_then_reconcile(
@@ -169,7 +167,7 @@ async def test_fan7_step_4_kill_after_the_service_committed_then_reconcile(
 ) -> None:
     service, url = inventory
     run_log = tmp_path / "runs.log"
-    _kill_before_settle(sql_url, url, run_log)
+    await _kill_before_settle(sql_url, url, run_log)
     # the world moved on: the reservation exists at the service
     assert service.stock("FILTER-A") == 2
     assert service.reservations() == [("FILTER-A", 2)]
@@ -178,7 +176,8 @@ async def test_fan7_step_4_kill_after_the_service_committed_then_reconcile(
     assert pending is not None
     assert pending.status == ReceiptStatus.PREPARED
 
-    assert _recover(sql_url, url, run_log, "--reconcile") == "RESULT completed Work order opened."
+    recovered = await _recover(sql_url, url, run_log, "--reconcile")
+    assert recovered == "RESULT completed Work order opened."
     settled = await sql_store.get_receipt("fan", KEY)
     assert settled.status == ReceiptStatus.COMPLETED
     assert settled.receipt_id == pending.receipt_id, "the same receipt was reconciled"
@@ -198,8 +197,8 @@ async def test_sigkill_between_fn_and_receipt_commit_leaves_it_uncertain(
 ) -> None:
     service, url = inventory
     run_log = tmp_path / "runs.log"
-    _kill_before_settle(sql_url, url, run_log)
-    last = _recover(sql_url, url, run_log)
+    await _kill_before_settle(sql_url, url, run_log)
+    last = await _recover(sql_url, url, run_log)
     assert last.startswith("RESULT completed Could not reserve: EffectUncertainError")
     receipt = await sql_store.get_receipt("fan", KEY)
     assert receipt.status == ReceiptStatus.UNCERTAIN

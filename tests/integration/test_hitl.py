@@ -65,9 +65,11 @@ async def _parked(store: SessionStore, agent: Agent, key: str = "s1", **kw: Any)
     return rt, session, result
 
 
-def _child(url: str, run_log: Path, *args: str) -> list[str]:
+async def _child(url: str, run_log: Path, *args: str) -> list[str]:
+    """Waits for the process on a thread: a test's event loop must not block."""
     env = {**os.environ, RUN_LOG_ENV: str(run_log), "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run(
+    proc = await asyncio.to_thread(
+        subprocess.run,
         [sys.executable, "-m", "tests.support.hitl_child", url, *args],
         cwd=ROOT,
         env=env,
@@ -83,7 +85,7 @@ async def test_park_in_one_process_resume_in_another(
     sql_store: Any, sql_url: str, tmp_path: Path
 ) -> None:
     run_log = tmp_path / "runs.log"
-    assert _child(sql_url, run_log, "start", "T1")[-1] == "RESULT suspended "
+    assert (await _child(sql_url, run_log, "start", "T1"))[-1] == "RESULT suspended "
     session = await sql_store.get_session("hitl:s")
     assert session.status == "suspended"
     checkpoint = session.pending
@@ -95,7 +97,8 @@ async def test_park_in_one_process_resume_in_another(
     assert "raw" not in checkpoint["inbound"], "the raw payload must stay out of checkpoints"
     assert [e.type for e in await sql_store.read_events("hitl:s")][-1] == "input.requested"
 
-    assert _child(sql_url, run_log, "resume", "T1", "U1")[-1] == "RESULT completed Refund done."
+    resumed = await _child(sql_url, run_log, "resume", "T1", "U1")
+    assert resumed[-1] == "RESULT completed Refund done."
     assert read_runs(run_log) == ["before", "before", "after"]
     transcript = await sql_store.load_transcript("hitl:s")
     assert [m.role for m in transcript] == ["user", "assistant", "tool", "assistant"]

@@ -3,6 +3,7 @@ what happens when a parked turn's tool disappeared from the agent."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -26,8 +27,10 @@ from tests.support.hitl_fixtures import slack_event
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _bot(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+async def _bot(*args: str) -> subprocess.CompletedProcess[str]:
+    """Waits for the command on a thread: a test's event loop must not block."""
+    return await asyncio.to_thread(
+        subprocess.run,
         [sys.executable, "-m", "bot.cli", *args],
         cwd=ROOT,
         capture_output=True,
@@ -57,7 +60,7 @@ async def test_receipts_list_and_resolve(sql_store: Any, sql_url: str) -> None:
     async with Runtime(sql_store, model, agent=agent, poll_interval=0.02) as rt:
         await rt.session(agent, "ops:1").turn("pay o-9")
 
-    listed = _bot("receipts", "list", "--status", "uncertain", "--database-url", sql_url)
+    listed = await _bot("receipts", "list", "--status", "uncertain", "--database-url", sql_url)
     assert listed.returncode == 0, listed.stderr
     [line] = listed.stdout.splitlines()
     assert line.startswith("uncertain")
@@ -65,7 +68,7 @@ async def test_receipts_list_and_resolve(sql_store: Any, sql_url: str) -> None:
     assert "TimeoutError: gateway timeout" in line
 
     observed = json.dumps({"charge": "ch_1"})
-    resolved = _bot(
+    resolved = await _bot(
         "receipts", "resolve", "ops:1", "pay:o-9", "--completed", "--value", observed,
         "--database-url", sql_url,
     )  # fmt: skip
@@ -73,7 +76,9 @@ async def test_receipts_list_and_resolve(sql_store: Any, sql_url: str) -> None:
     assert resolved.stdout.strip() == "pay:o-9: completed"
     receipt = await sql_store.get_receipt("ops:1", "pay:o-9")
     assert (receipt.status, receipt.value) == (ReceiptStatus.COMPLETED, {"charge": "ch_1"})
-    again = _bot("receipts", "resolve", "ops:1", "pay:o-9", "--failed", "--database-url", sql_url)
+    again = await _bot(
+        "receipts", "resolve", "ops:1", "pay:o-9", "--failed", "--database-url", sql_url
+    )
     assert again.returncode != 0, "only an uncertain receipt can be resolved"
 
 
@@ -109,11 +114,11 @@ async def test_check_reports_a_parked_turn_whose_tool_is_gone(
         await session.start(slack_event("hi"), turn_id="T1")
         assert (await session.result("T1")).status == TurnStatus.SUSPENDED
 
-    ok = _bot("check", "--database-url", sql_url, "--agent-dir", str(root))
+    ok = await _bot("check", "--database-url", sql_url, "--agent-dir", str(root))
     assert (ok.returncode, ok.stdout.strip()) == (0, "ok")
 
     _agent_dir(root, with_tool=False)
-    changed = _bot("check", "--database-url", sql_url, "--agent-dir", str(root))
+    changed = await _bot("check", "--database-url", sql_url, "--agent-dir", str(root))
     assert changed.returncode == 1
     assert "s1 turn=T1" in changed.stdout
     assert "parked in tool 'ask', which the agent no longer has" in changed.stdout

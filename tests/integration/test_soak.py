@@ -154,6 +154,13 @@ def _complete(standin: SlackStandIn, ts: str, kind: str) -> bool:
     return _said(messages) == EXPECTED[kind] and not any(m.streaming for m in messages)
 
 
+@pytest.fixture
+def soak_db_url(request: pytest.FixtureRequest, database: str) -> str:
+    """Picked lazily by a sync fixture, so the database's setup runs off the test's loop."""
+    url: str = request.getfixturevalue(f"{database}_url")
+    return url
+
+
 @pytest.mark.timeout(KILLING + SETTLE + 120)
 @pytest.mark.parametrize(
     ("database", "serving"),
@@ -161,9 +168,9 @@ def _complete(standin: SlackStandIn, ts: str, kind: str) -> bool:
     ids=["postgres-web+worker", "postgres-one-process", "sqlite-one-process"],
 )
 async def test_approvals_survive_a_process_killed_at_random(
-    request: pytest.FixtureRequest, tmp_path: Path, database: str, serving: str
+    soak_db_url: str, tmp_path: Path, database: str, serving: str
 ) -> None:
-    db_url: str = request.getfixturevalue(f"{database}_url")
+    db_url = soak_db_url
     seed = int(os.environ.get("BOT_TEST_SOAK_SEED", str(time.time_ns() % 1_000_000)))
     rng = random.Random(seed)
     effects = tmp_path / "effects.log"

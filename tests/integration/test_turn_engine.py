@@ -4,6 +4,7 @@ local tool's transaction; ordering and concurrency; the lease fence."""
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import pytest
@@ -26,6 +27,7 @@ from agent import (
 )
 from agent.seams import SessionStore
 from tests.support.engine_fixtures import ORDER_AGENT, ORDER_SCRIPT, HookedStore
+from tests.support.loop_watch import LoopWatch
 
 
 def _runtime(store: SessionStore, model: ScriptedModel, agent: Agent, **kw: Any) -> Runtime:
@@ -208,6 +210,42 @@ async def test_local_tool_error_rolls_back_and_model_reads_it(sql_store: Session
     assert sent.result == {"error": "ValueError: warehouse is closed"}
     tables = await sql_store.run_sync(lambda c: c.dialect.has_table(c, "rollback_probe"))  # type: ignore[attr-defined]
     assert not tables, "the local tool's DDL and insert were rolled back with the step"
+
+
+async def test_a_sync_tool_sleeping_a_second_leaves_the_event_loop_free(
+    store: SessionStore,
+) -> None:
+    """A local tool runs inside its step's transaction, and that transaction runs on a worker
+    thread, never on the loop: while the tool sleeps, acks, lease heartbeats and renderers go on.
+    (On PostgreSQL the body once ran on the loop through `run_sync`: the loop stalled 1.01 s.)"""
+
+    @tool
+    def slow_lookup() -> str:
+        """Takes a second, as a slow sync client would."""
+        time.sleep(1.0)
+        return "found"
+
+    agent = Agent(name="a", instructions="x", tools=[slow_lookup])
+    model = ScriptedModel(
+        [
+            ScriptedReply(tool_calls=[ToolCall(id="c", name="slow_lookup", input={})]),
+            ScriptedReply(text="done"),
+        ]
+    )
+    # the loop's lag, measured all through the turn (time the OS gave the CPU to others excused)
+    watch = LoopWatch(asyncio.get_running_loop(), threshold=0.1)
+    async with _runtime(store, model, agent) as rt:
+        watch.start()
+        try:
+            result = await rt.session(agent, "s1").turn("look it up")
+        finally:
+            blocks = watch.stop()
+    assert result.status == TurnStatus.COMPLETED
+    assert not blocks, blocks[0].describe()
+    assert watch.pings >= 5, "the loop was measured while the tool slept"
+    tool_message = (await store.load_transcript("s1"))[2]
+    assert isinstance(tool_message, ToolMessage)
+    assert tool_message.result == "found"
 
 
 async def test_fatal_tool_error_fails_the_turn(store: SessionStore) -> None:

@@ -1,5 +1,6 @@
-"""The SQLite store's thread: urgent transactions go ahead of queued background ones, a
-cancelled wait drops a transaction that has not started, and closing waits for what is queued."""
+"""The stores' worker threads: urgent transactions go ahead of queued background ones, a
+cancelled wait drops a transaction that has not started, closing waits for what is queued; with
+several threads (PostgreSQL) transactions run side by side, on threads started as needed."""
 
 from __future__ import annotations
 
@@ -91,9 +92,69 @@ async def test_close_waits_for_what_is_queued_and_ends_the_thread(tmp_path: Path
     closing = asyncio.create_task(made.close())
     gate.set()
     await asyncio.gather(*writes, closing)
-    made._thread.join(5)
-    assert not made._thread.is_alive()
+    [thread] = made.threads
+    thread.join(5)
+    assert not thread.is_alive()
     check = create_engine(f"sqlite:///{tmp_path / 'y.db'}")
     with check.connect() as conn:
         assert [r[0] for r in conn.execute(text("SELECT name FROM log"))] == ["w0", "w1", "w2"]
     check.dispose()
+
+
+@pytest.fixture
+async def pool(tmp_path: Path):
+    """Three threads, a pooled connection per transaction: PostgreSQL's setup, on a file."""
+    made = ThreadExecutor(create_engine(f"sqlite:///{tmp_path / 'p.db'}"), name="pool", threads=3)
+    await made.write(lambda c: c.execute(text("CREATE TABLE log (name TEXT)")))
+    yield made
+    await made.close()
+
+
+def _meeting(barrier: threading.Barrier):
+    def body(conn: Connection) -> str:
+        barrier.wait(10)  # only returns once all parties are in their transactions at once
+        conn.execute(text("SELECT 1"))
+        return threading.current_thread().name
+
+    return body
+
+
+async def test_transactions_run_side_by_side_on_threads_started_as_needed(pool) -> None:
+    assert len(pool.threads) == 1, "one thread so far: one transaction ever ran at a time"
+    barrier = threading.Barrier(3)
+    names = await asyncio.gather(*(pool.read(_meeting(barrier)) for _ in range(3)))
+    assert sorted(names) == ["pool-0", "pool-1", "pool-2"]
+    assert threading.current_thread().name not in names
+    await asyncio.gather(*(pool.read(_meeting(threading.Barrier(1))) for _ in range(6)))
+    assert len(pool.threads) == 3, "never more threads than asked for"
+
+
+async def test_with_every_thread_busy_urgent_transactions_go_first(pool) -> None:
+    gates = [threading.Event() for _ in range(3)]
+    busy = [asyncio.create_task(pool.read(lambda _c, g=gate: g.wait(10))) for gate in gates]
+    background = [asyncio.create_task(pool.write(_logging(f"step {i}"))) for i in range(2)]
+    await _queued(pool, 2)
+    urgent = asyncio.create_task(pool.write(_logging("ack"), urgent=True))
+    await _queued(pool, 3)
+    gates[0].set()  # one thread comes free: it takes the urgent one, the others still wait
+    await urgent
+    assert not any(task.done() for task in background)
+    for gate in gates:
+        gate.set()
+    await asyncio.gather(*busy, *background)
+    log = await _log(pool)
+    assert log[0] == "ack"
+    assert sorted(log[1:]) == ["step 0", "step 1"]
+
+
+async def test_close_ends_every_thread_and_closes_the_pool(tmp_path: Path) -> None:
+    engine = create_engine(f"sqlite:///{tmp_path / 'z.db'}")
+    made = ThreadExecutor(engine, name="closing", threads=2)
+    barrier = threading.Barrier(2)
+    await asyncio.gather(*(made.read(_meeting(barrier)) for _ in range(2)))
+    assert engine.pool.checkedin() == 2
+    await made.close()
+    for thread in made.threads:
+        thread.join(5)
+        assert not thread.is_alive()
+    assert engine.pool.checkedin() == 0

@@ -1,0 +1,189 @@
+"""The loop-blocking watch (`tests.support.loop_watch`) keeps working: a test that blocks its loop
+fails, in its call or its teardown; awaiting, a slow sync fixture (the loop stopped) and a process
+starved of CPU by the OS do not. Each case runs in a pytest of its own, as a subprocess, since a
+watch that stopped catching anything would otherwise pass every test that uses it."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support.loop_watch import _RunDelay
+
+ROOT = Path(__file__).resolve().parents[2]
+
+INI = """[pytest]
+asyncio_mode = auto
+asyncio_default_fixture_loop_scope = function
+"""
+
+CASES = '''
+import asyncio
+import time
+
+import pytest
+
+pytestmark = pytest.mark.usefixtures("loop_watch")
+
+
+def _busy(seconds):
+    """CPU time, not wall time: a starved machine cannot make this shorter."""
+    start = time.thread_time()
+    while time.thread_time() - start < seconds:
+        pass
+
+
+async def test_sleeps_on_the_loop():
+    time.sleep(0.6)
+
+
+async def test_computes_on_the_loop():
+    _busy(0.6)
+
+
+async def test_awaits():
+    await asyncio.sleep(0.3)
+    await asyncio.to_thread(time.sleep, 0.3)
+
+
+async def test_blocks_briefly_many_times():
+    for _ in range(10):
+        time.sleep(0.02)
+        await asyncio.sleep(0)
+
+
+@pytest.fixture
+def slow_sync_fixture():
+    time.sleep(0.3)  # runs while the loop is stopped: not the loop's doing
+
+
+async def test_after_a_slow_sync_fixture(slow_sync_fixture):
+    await asyncio.sleep(0.01)
+
+
+@pytest.fixture
+async def blocking_teardown():
+    yield
+    time.sleep(0.6)
+
+
+async def test_with_a_blocking_teardown(blocking_teardown):
+    await asyncio.sleep(0.01)
+
+
+def test_sync_test_sleeps():
+    time.sleep(0.3)  # no loop runs a sync test
+'''
+
+STARVED = """
+import asyncio
+import os
+import pathlib
+import subprocess
+import sys
+import time
+
+import pytest
+
+pytestmark = pytest.mark.usefixtures("loop_watch")
+
+HOG = "import os\\nos.sched_setaffinity(0, {%d})\\nwhile True:\\n    pass\\n"
+
+
+async def test_starved_by_the_os():
+    # The loop's thread and two CPU hogs on one CPU, the loop's thread at the lowest priority:
+    # a few milliseconds of its CPU take the OS much longer to grant.
+    cpu = min(os.sched_getaffinity(0))
+    hogs = [subprocess.Popen([sys.executable, "-c", HOG % cpu]) for _ in range(2)]
+    os.sched_setaffinity(0, {cpu})
+    os.setpriority(os.PRIO_PROCESS, 0, 19)  # this thread only, on Linux
+    worst = 0.0
+    try:
+        for _ in range(8):
+            before = time.monotonic()
+            start = time.thread_time()
+            while time.thread_time() - start < 0.004:
+                pass
+            worst = max(worst, time.monotonic() - before)
+            await asyncio.sleep(0)
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    pathlib.Path("worst_callback").write_text(str(worst))
+"""
+
+
+def _pytest(tmp_path: Path, source: str) -> str:
+    (tmp_path / "pytest.ini").write_text(INI)
+    (tmp_path / "test_cases.py").write_text(source)
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "tests.support.loop_watch",
+        "-p",
+        "no:cacheprovider",
+        "-rA",
+        "test_cases.py",
+    ]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=100, check=False
+    )
+    return done.stdout + done.stderr
+
+
+def _outcomes(output: str) -> dict[str, str]:
+    found = re.findall(r"^(PASSED|FAILED|ERROR) test_cases\.py::(\w+)", output, re.MULTILINE)
+    outcomes: dict[str, str] = {}
+    for outcome, name in found:
+        outcomes[name] = "ERROR" if outcome == "ERROR" else outcomes.get(name, outcome)
+    return outcomes
+
+
+def test_a_test_that_blocks_its_loop_fails_and_says_where(tmp_path: Path) -> None:
+    output = _pytest(tmp_path, CASES)
+    assert _outcomes(output) == {
+        "test_sleeps_on_the_loop": "FAILED",
+        "test_computes_on_the_loop": "FAILED",
+        "test_awaits": "PASSED",
+        "test_blocks_briefly_many_times": "PASSED",
+        "test_after_a_slow_sync_fixture": "PASSED",
+        "test_with_a_blocking_teardown": "ERROR",
+        "test_sync_test_sleeps": "PASSED",
+    }, output
+    assert re.search(r"the event loop was blocked for [1-6]\d\d ms", output), output
+    assert "in test_sleeps_on_the_loop\n    time.sleep(0.6)" in output, "the report shows where"
+    assert "in a fixture: the event loop was blocked" in output, output
+
+
+def test_a_process_the_os_starves_is_not_blocking(tmp_path: Path) -> None:
+    """The machine is shared: time spent waiting for a CPU is excused, even in the middle of a
+    callback; only time in callbacks counts."""
+    output = _pytest(tmp_path, STARVED)
+    assert _outcomes(output) == {"test_starved_by_the_os": "PASSED"}, output
+    worst = float((tmp_path / "worst_callback").read_text())
+    if worst < 0.15:
+        pytest.skip(f"the OS never held a 4 ms callback up for 150 ms (worst {worst:.3f} s)")
+
+
+def test_time_spent_waiting_for_a_cpu_is_read_from_proc() -> None:
+    """The excuse above depends on Linux's per-thread run delay being readable."""
+    reader = _RunDelay()
+    try:
+        first = reader.read()
+        time.sleep(0.01)
+        second = reader.read()
+    finally:
+        reader.close()
+    assert str(threading.get_native_id()) in first
+    assert all(second[tid] >= first[tid] for tid in first.keys() & second.keys())
