@@ -86,7 +86,6 @@ STARVED = """
 import asyncio
 import os
 import pathlib
-import subprocess
 import sys
 import time
 
@@ -94,18 +93,25 @@ import pytest
 
 pytestmark = pytest.mark.usefixtures("loop_watch")
 
-HOG = "import os\\nos.sched_setaffinity(0, {%d})\\nwhile True:\\n    pass\\n"
+HOG = "import os\\nos.sched_setaffinity(0, {%d})\\nprint(flush=True)\\nwhile True:\\n    pass\\n"
 
 
 async def test_starved_by_the_os():
     # The loop's thread and two CPU hogs on one CPU, the loop's thread at the lowest priority:
     # a few milliseconds of its CPU take the OS much longer to grant.
     cpu = min(os.sched_getaffinity(0))
-    hogs = [subprocess.Popen([sys.executable, "-c", HOG % cpu]) for _ in range(2)]
-    os.sched_setaffinity(0, {cpu})
-    os.setpriority(os.PRIO_PROCESS, 0, 19)  # this thread only, on Linux
+    hogs = [
+        await asyncio.create_subprocess_exec(
+            sys.executable, "-c", HOG % cpu, stdout=asyncio.subprocess.PIPE
+        )
+        for _ in range(2)
+    ]
     worst = 0.0
     try:
+        for hog in hogs:
+            await hog.stdout.readline()  # pinned and spinning
+        os.sched_setaffinity(0, {cpu})
+        os.setpriority(os.PRIO_PROCESS, 0, 19)  # this thread only, on Linux
         for _ in range(8):
             before = time.monotonic()
             start = time.thread_time()
@@ -116,7 +122,7 @@ async def test_starved_by_the_os():
     finally:
         for hog in hogs:
             hog.kill()
-            hog.wait()
+            await hog.wait()
     pathlib.Path("worst_callback").write_text(str(worst))
 """
 
