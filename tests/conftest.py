@@ -37,7 +37,7 @@ from storage.sql_schema import STORE_TABLES
 
 T = TypeVar("T")
 
-pytest_plugins = ("tests.support.loop_watch",)
+pytest_plugins = ("tests.support.loop_watch", "tests.support.anthropic_fixtures")
 """`loop_watch`: fails a test that blocks its event loop; autouse in `integration` and `bot`."""
 
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"

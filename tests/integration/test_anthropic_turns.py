@@ -7,7 +7,7 @@ did not) rather than a value.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 from anthropic import AsyncAnthropic
@@ -21,18 +21,6 @@ REFUND = {"order": "A-1", "amount_cents": 100000}
 # Cut where the SDK's lenient JSON parse still yields a whole-looking input, with a wrong amount:
 # the first 36 characters of the JSON are `{"order": "A-1", "amount_cents": 100`.
 CUT_REFUND = ToolUse("tu_1", "refund", REFUND, chunk_size=36)
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[AnthropicStandin]:
-    with AnthropicStandin() as standin:
-        yield standin
-
-
-@pytest.fixture
-def api(server: AnthropicStandin) -> AnthropicStandin:
-    server.reset()
-    return server
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import pytest
@@ -58,18 +58,6 @@ TOOLS = (
     ToolSpec(name="lookup", description="Look a thing up.", input_schema={"type": "object"}),
     ToolSpec(name="weather", description="Weather for a city.", input_schema={"type": "object"}),
 )
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[AnthropicStandin]:
-    with AnthropicStandin() as standin:
-        yield standin
-
-
-@pytest.fixture
-def api(server: AnthropicStandin) -> AnthropicStandin:
-    server.reset()
-    return server
 
 
 @pytest.fixture

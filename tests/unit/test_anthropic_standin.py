@@ -9,7 +9,7 @@ upgrading the SDK moves the stand-in with it, and these tests say when a new par
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anthropic
@@ -32,18 +32,6 @@ KEY = "sk-ant-test-standin-key"
 USER = {"role": "user", "content": [{"type": "text", "text": "hi"}]}
 BASE = {"model": "claude-test", "max_tokens": 4096, "messages": [USER], "stream": True}
 EXTRA_NOT_PERMITTED = "Extra inputs are not permitted"
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[AnthropicStandin]:
-    with AnthropicStandin() as standin:
-        yield standin
-
-
-@pytest.fixture
-def api(server: AnthropicStandin) -> AnthropicStandin:
-    server.reset()
-    return server
 
 
 @pytest.fixture
