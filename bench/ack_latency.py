@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import socket
 import statistics
 import sys
@@ -172,16 +173,24 @@ async def bot_side(args: argparse.Namespace) -> dict[str, Any]:
     """Coordinate: the database, the worker side, the web processes, then Slack's burst, then
     wait for the turns to drain. This process serves nothing, so its polling costs the web
     processes nothing but the two COUNT queries a second it sends the database."""
-    from storage import SqlStore, upgrade_database
+    from bench.databases import ThrowawayPostgres, sqlalchemy_url
 
     tmp = tempfile.mkdtemp(prefix="ack-bench-")
-    url = (
-        f"sqlite+aiosqlite:///{Path(tmp) / 'bench.db'}"
-        if args.db == "sqlite"
-        else os.environ.get("BENCH_POSTGRES_URL", DEFAULT_POSTGRES)
-    )
-    if args.db == "postgres":
-        await _fresh_postgres(url)
+    server = ThrowawayPostgres(os.environ.get("BOT_BENCH_POSTGRES_URL", DEFAULT_POSTGRES))
+    if args.db == "sqlite":
+        url = f"sqlite+aiosqlite:///{Path(tmp) / 'bench.db'}"
+    else:
+        url = sqlalchemy_url(await asyncio.to_thread(server.create, "ack"))
+    try:
+        return await _measure(args, url)
+    finally:
+        await asyncio.to_thread(server.drop)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+async def _measure(args: argparse.Namespace, url: str) -> dict[str, Any]:
+    from storage import SqlStore, upgrade_database
+
     await upgrade_database(url)
     split = args.mode != "embedded"
     worker = await _spawn("--worker-side", url, args.mode)
@@ -328,19 +337,6 @@ async def _spawn(*argv: str, env: dict[str, str] | None = None) -> asyncio.subpr
         env=env,
         limit=1 << 24,  # the Slack side's one line holds every timing
     )
-
-
-async def _fresh_postgres(url: str) -> None:
-    from sqlalchemy import text
-    from sqlalchemy.ext.asyncio import create_async_engine
-
-    engine = create_async_engine(url)
-    try:
-        async with engine.begin() as conn:
-            await conn.execute(text("DROP SCHEMA IF EXISTS public CASCADE"))
-            await conn.execute(text("CREATE SCHEMA public"))
-    finally:
-        await engine.dispose()
 
 
 def report(result: dict[str, Any], rate: float, seconds: float) -> str:

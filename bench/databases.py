@@ -83,40 +83,63 @@ class SqliteSite(Site):
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
+class ThrowawayPostgres:
+    """Databases a benchmark creates on a shared server under a random name and drops (forcibly,
+    in case a pool lingers) at the end: a run never touches a database it did not create, nor
+    anything server-wide."""
+
+    def __init__(self, server_url: str) -> None:
+        self._base = make_url(server_url).set(drivername="postgresql")
+        self._stem = f"bot_bench_{secrets.token_hex(4)}"
+        self.admin = self._base.render_as_string(hide_password=False)
+        self._created: list[str] = []
+
+    def create(self, suffix: str) -> str:
+        """Create `<stem>_<suffix>` and return its psycopg conninfo URL."""
+        name = f"{self._stem}_{suffix}"
+        with psycopg.connect(self.admin, autocommit=True, connect_timeout=5) as conn:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        self._created.append(name)
+        return self._base.set(database=name).render_as_string(hide_password=False)
+
+    def drop(self) -> None:
+        if not self._created:
+            return
+        with psycopg.connect(self.admin, autocommit=True) as conn:
+            for name in self._created:
+                conn.execute(
+                    sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+                )
+        self._created.clear()
+
+
+def sqlalchemy_url(conninfo: str) -> str:
+    return make_url(conninfo).set(drivername="postgresql+psycopg").render_as_string(False)
+
+
 class PostgresSite(Site):
-    """Two fresh databases on the server, dropped (forcibly, in case a pool lingers) at the end."""
+    """Two throwaway databases on the server, one for the engine and one for the floor."""
 
     name = "postgres"
 
     def __init__(self, server_url: str) -> None:
-        base = make_url(server_url).set(drivername="postgresql")
-        stem = f"bot_bench_{secrets.token_hex(4)}"
-        self.admin = base.render_as_string(hide_password=False)
-        self.engine_db, self.floor_db = f"{stem}_engine", f"{stem}_floor"
-        self.engine_conninfo = base.set(database=self.engine_db).render_as_string(
-            hide_password=False
-        )
-        self.floor_conninfo = base.set(database=self.floor_db).render_as_string(hide_password=False)
-        self.engine_url = base.set(
-            drivername="postgresql+psycopg", database=self.engine_db
-        ).render_as_string(hide_password=False)
-        self._created: list[str] = []
+        self._databases = ThrowawayPostgres(server_url)
+        self.engine_conninfo = self.floor_conninfo = self.engine_url = ""
 
     async def create(self) -> None:
-        with psycopg.connect(self.admin, autocommit=True, connect_timeout=5) as conn:
-            for name in (self.engine_db, self.floor_db):
-                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-                self._created.append(name)
+        self.engine_conninfo = self._databases.create("engine")
+        self.floor_conninfo = self._databases.create("floor")
+        self.engine_url = sqlalchemy_url(self.engine_conninfo)
         await upgrade_database(self.engine_url)
-        await upgrade_database(
-            make_url(self.engine_url).set(database=self.floor_db).render_as_string(False)
-        )
+        await upgrade_database(sqlalchemy_url(self.floor_conninfo))
 
     def populate(self, sessions: Sessions) -> None:
         for conninfo in (self.engine_conninfo, self.floor_conninfo):
             populate_postgres(conninfo, sessions)
-        with psycopg.connect(self.admin, autocommit=True) as conn:
-            conn.execute("CHECKPOINT")
+            # Settled visibility maps in both, so neither side pays for the other's bulk load;
+            # per database, never a server-wide CHECKPOINT on a server others use.
+            with psycopg.connect(conninfo, autocommit=True) as conn:
+                conn.execute("VACUUM (ANALYZE)")
 
     def open_floor(self) -> RawFloor:
         return PostgresFloor(self.floor_conninfo)
@@ -130,9 +153,4 @@ class PostgresSite(Site):
         return " ".join(settings)
 
     def drop(self) -> None:
-        with psycopg.connect(self.admin, autocommit=True) as conn:
-            for name in self._created:
-                conn.execute(
-                    sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-                )
-        self._created.clear()
+        self._databases.drop()
