@@ -45,10 +45,11 @@ from agent.events import (
     TurnFailed,
     TurnStarted,
 )
-from agent.hitl import Grant, ResumeRequest
+from agent.hitl import AnswerRequest, Grant, Principal, ResumeRequest
 from agent.loader import load_agent
 from agent.messages import (
     AssistantMessage,
+    JsonData,
     Message,
     TextBlock,
     ThinkingBlock,
@@ -58,7 +59,7 @@ from agent.messages import (
     Usage,
     UserMessage,
 )
-from agent.policy import SurfacePolicy
+from agent.policy import SurfacePolicy, SurfaceSettings
 from agent.redaction import Redactor
 from agent.runtime import Dispatcher, Runtime
 from agent.scripted_model import ScriptedModel, ScriptedReply
@@ -82,6 +83,7 @@ from agent.seams import (
     StreamRestart,
     TextDelta,
     ToolSpec,
+    TurnKind,
     TurnRecord,
     TurnStatus,
 )
@@ -99,6 +101,7 @@ __all__ = [
     "Agent",
     "AgentError",
     "AgentSession",
+    "AnswerRequest",
     "AnthropicModel",
     "AnthropicSettings",
     "AssemblyError",
@@ -123,6 +126,7 @@ __all__ = [
     "Grant",
     "InboundEvent",
     "InputRequested",
+    "JsonData",
     "Lease",
     "LeaseLostError",
     "Message",
@@ -134,6 +138,7 @@ __all__ = [
     "ModelReply",
     "ModelRequest",
     "ModelSettings",
+    "Principal",
     "ReceiptRecord",
     "ReceiptStatus",
     "RecordingSink",
@@ -159,6 +164,7 @@ __all__ = [
     "StoreHandle",
     "StreamRestart",
     "SurfacePolicy",
+    "SurfaceSettings",
     "TextBlock",
     "TextDelta",
     "ThinkingBlock",
@@ -177,6 +183,7 @@ __all__ = [
     "TurnFailed",
     "TurnInput",
     "TurnInterruptedError",
+    "TurnKind",
     "TurnNotFoundError",
     "TurnRecord",
     "TurnResult",

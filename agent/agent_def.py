@@ -12,7 +12,7 @@ from typing import Any
 
 from agent.errors import AssemblyError, ToolError
 from agent.hitl import AuthorizeAnswer, check_answerers
-from agent.policy import SurfacePolicy, TurnPolicy, build_policy, check_surfaces
+from agent.policy import SurfacePolicy, SurfaceSettings, TurnPolicy, build_policy, check_surfaces
 from agent.seams import ModelSettings
 from agent.tools import Tool
 
@@ -39,7 +39,7 @@ class Agent:
     model: ModelSettings = field(default_factory=ModelSettings)
     overlays: Mapping[str, str] = field(default_factory=dict)
     """Per-source instructions (`instructions.<source>.md`), keyed by source."""
-    surfaces: Mapping[str, SurfacePolicy | Mapping[str, Any]] = field(default_factory=dict)
+    surfaces: Mapping[str, SurfacePolicy | SurfaceSettings] = field(default_factory=dict)
     authorize_answer: AuthorizeAnswer | None = None
     schedules: Sequence[Schedule] = ()
 

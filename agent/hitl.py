@@ -12,7 +12,7 @@ import hashlib
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import jsonschema
 
@@ -27,7 +27,30 @@ from agent.turn_input import TurnInput
 Answerers = Mapping[str, Any]
 """`{"user": id}` or `{"policy": name, "scope": scope}`; None means no restriction."""
 
-AuthorizeAnswer = Callable[[dict[str, Any]], Awaitable[bool]]
+
+class Principal(TypedDict, total=False):
+    """Who is answering, as the surface verified them (for Slack, the signed `user` of a click):
+    the person's id and the workspace (team, Enterprise Grid org) inside which that id names
+    them. Any key may be left out; a `team` or `enterprise` of None says there is none (a
+    workspace outside any Enterprise Grid org, say). `by` and `user` name the same person, see
+    `answering_user`."""
+
+    user: str
+    team: str | None
+    enterprise: str | None
+
+
+class AnswerRequest(TypedDict):
+    """What the agent's `authorize_answer` hook is asked: may `by` answer for `policy`?"""
+
+    policy: str
+    scope: str | None
+    by: str | None
+    principal: Principal
+    """As the surface passed it (empty when it passed none)."""
+
+
+AuthorizeAnswer = Callable[[AnswerRequest], Awaitable[bool]]
 """The agent's hook: given {policy, scope, by, principal}, may this person answer?"""
 
 
@@ -100,7 +123,7 @@ def workspace_of(turn_input: TurnInput | None) -> dict[str, str]:
     return {key: str(context[key]) for key in WORKSPACE_KEYS if context.get(key)}
 
 
-def check_workspace(workspace: Mapping[str, str], principal: Mapping[str, Any] | None) -> None:
+def check_workspace(workspace: Mapping[str, str], principal: Principal | None) -> None:
     """Refuse an answerer from another workspace (or org) than the request's.
 
     The same user id in another workspace is another person, so a click from there must not
@@ -114,6 +137,24 @@ def check_workspace(workspace: Mapping[str, str], principal: Mapping[str, Any] |
             raise ResumeAuthorizationError(
                 f"this request belongs to another {key}; only people in its own can answer it"
             )
+
+
+def answering_user(by: str | None, principal: Principal | None) -> str | None:
+    """The person answering, from the two ways a host can name them.
+
+    `by` and the principal's `user` state one fact, the verified person, so neither is dropped:
+    when both are given they must agree (`ResumeAuthorizationError` otherwise: a surface that
+    mixed up two people must not have either's answer applied), and either one alone supplies
+    the other. A principal with no `user` only places the answerer in a workspace.
+    """
+    user = principal.get("user") if principal is not None else None
+    if user is None:
+        return by
+    if by is not None and by != user:
+        raise ResumeAuthorizationError(
+            f"`by` ({by!r}) and the principal ({user!r}) name different people"
+        )
+    return user
 
 
 def check_answerers(answerers: Answerers | None) -> None:
@@ -136,7 +177,7 @@ class ResumeRequest:
     turn_id: str
     input_id: str
     by: str | None = None
-    principal: Mapping[str, Any] | None = None
+    principal: Principal | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -177,7 +218,7 @@ async def issue_grant(
     answerers: Answerers | None,
     *,
     by: str | None,
-    principal: Mapping[str, Any] | None,
+    principal: Principal | None,
     digest: str,
     authorize_answer: AuthorizeAnswer | None,
 ) -> Grant | None:
@@ -188,9 +229,13 @@ async def issue_grant(
     if authorize_answer is None:
         return None
     policy, scope = answerers["policy"], answerers.get("scope")
-    allowed = await authorize_answer(
-        {"policy": policy, "scope": scope, "by": by, "principal": dict(principal or {})}
+    asked = AnswerRequest(
+        policy=policy,
+        scope=scope,
+        by=by,
+        principal=principal.copy() if principal is not None else Principal(),
     )
+    allowed = await authorize_answer(asked)
     if allowed is not True:
         return None
     return Grant(policy=policy, scope=scope, by=by, digest=digest)

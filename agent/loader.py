@@ -23,7 +23,7 @@ from typing import Any
 from agent.agent_def import Agent
 from agent.errors import AssemblyError
 from agent.hitl import AuthorizeAnswer
-from agent.policy import SurfacePolicy
+from agent.policy import SurfacePolicy, SurfaceSettings
 from agent.seams import ModelSettings
 from agent.tools import Tool
 
@@ -72,7 +72,7 @@ def load_agent(
     emitted_sources: Iterable[str] | None = None,
     tools: Sequence[Tool] = (),
     authorize_answer: AuthorizeAnswer | None = None,
-    surfaces: Mapping[str, SurfacePolicy | Mapping[str, Any]] | None = None,
+    surfaces: Mapping[str, SurfacePolicy | SurfaceSettings] | None = None,
 ) -> Agent:
     """Build the agent a directory describes; raises `AssemblyError` on anything that would fail
     later (a write tool without confirmation, a surface mode without its overlay file).

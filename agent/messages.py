@@ -7,13 +7,19 @@ answers. They are pydantic models so the storage boundary can serialise them wit
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import Annotated, Any, Literal, overload
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Annotated, Any, Literal, TypeAlias, overload
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 JsonValue = Any
 """A value that round-trips through JSON (what tools return and steps store)."""
+
+JsonData: TypeAlias = (
+    str | int | float | bool | Sequence["JsonData"] | Mapping[str, "JsonData"] | None
+)
+"""`JsonValue` as the host API states it: JSON data, checked by the type checker. Containers are
+read-only, so a `dict[str, str]` or a `list[int]` is one too."""
 
 
 class _Frozen(BaseModel):

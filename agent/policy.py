@@ -9,11 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from agent.errors import AssemblyError
 
 Mode = Literal["append", "replace"]
+
+
+class SurfaceSettings(TypedDict, total=False):
+    """A `SurfacePolicy` written as a mapping (what an agent's `agent.py` holds)."""
+
+    mode: Mode | None
+    deny_tools: Sequence[str]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -23,7 +30,7 @@ class SurfacePolicy:
     deny_tools: Sequence[str] = ()
 
     @classmethod
-    def of(cls, value: SurfacePolicy | Mapping[str, Any]) -> SurfacePolicy:
+    def of(cls, value: SurfacePolicy | SurfaceSettings | Mapping[str, Any]) -> SurfacePolicy:
         if isinstance(value, SurfacePolicy):
             return value
         unknown = set(value) - {"mode", "deny_tools"}

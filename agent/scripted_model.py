@@ -10,12 +10,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from agent.errors import ModelError
 from agent.messages import (
     AssistantMessage,
     ContentBlock,
+    JsonData,
     Message,
     TextBlock,
     ToolCall,
@@ -31,7 +31,8 @@ class ScriptedReply:
     """One model step: text (streamed as the given chunks), tool calls, and a stop reason."""
 
     text: str | Sequence[str] = ""
-    tool_calls: Sequence[ToolCall | tuple[str, str, dict[str, Any]]] = ()
+    tool_calls: Sequence[ToolCall | tuple[str, str, Mapping[str, JsonData]]] = ()
+    """`ToolCall`s, or `(call id, tool name, input)` triples."""
     stop_reason: str | None = None
     usage: Usage = field(default_factory=lambda: Usage(input_tokens=10, output_tokens=5))
 
@@ -47,7 +48,7 @@ class ScriptedReply:
             content.append(
                 call
                 if isinstance(call, ToolCall)
-                else ToolCall(id=call[0], name=call[1], input=call[2])
+                else ToolCall(id=call[0], name=call[1], input=dict(call[2]))
             )
         stop = self.stop_reason or ("tool_use" if self.tool_calls else "end_turn")
         return ModelReply(content=tuple(content), stop_reason=stop, usage=self.usage)

@@ -5,18 +5,21 @@ from __future__ import annotations
 import inspect
 import json
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
+from agent import effects
 from agent.agent_def import Agent
-from agent.errors import ResumeConflictError, TurnInterruptedError
+from agent.errors import ResumeConflictError, TurnInterruptedError, TurnNotFoundError
 from agent.events import ConfirmationResolved, TurnEvent
 from agent.hitl import (
     AuthorizeAnswer,
     Grant,
+    Principal,
     ResumeRequest,
     answer_step_id,
+    answering_user,
     authorize,
     check_workspace,
     issue_grant,
@@ -25,13 +28,16 @@ from agent.hitl import (
     validate_answer,
     workspace_of,
 )
-from agent.messages import JsonValue, Message
+from agent.messages import JsonData, JsonValue, Message
 from agent.seams import (
     ConfirmationRecord,
     ConfirmationStatus,
+    ReceiptRecord,
+    ReceiptStatus,
     SessionStatus,
     SessionStore,
     StoreHandle,
+    TurnRecord,
     TurnStatus,
 )
 from agent.sinks import Observer, Unsubscribe
@@ -163,21 +169,32 @@ class AgentSession:
         self,
         turn_id: str,
         input_id: str,
-        value: JsonValue,
+        value: JsonData,
         *,
         by: str | None = None,
-        principal: Mapping[str, Any] | None = None,
+        principal: Principal | None = None,
         granted: Grant | None = None,
         digest: str | None = None,
         alongside: Callable[[StoreHandle], None] | None = None,
     ) -> None:
         """Answer the parked request and let the turn replay.
 
-        `by` must be an identity the host verified (a signed Slack click). Refusals change
-        nothing: `ResumeConflictError` (wrong turn or input, not parked, already answered, or the
-        request changed since `digest`), `ResumeAuthorizationError`, `ResumeValidationError`.
-        `alongside`: the host's write committed with the answer (see `start`), e.g. waking
-        whatever shows the turn, so the resumed turn can never be left unseen.
+        Who answers is what the host verified (a signed Slack click): `by`, the person's id,
+        and/or `principal`, the person with their workspace. No principal means host code
+        answering, which is trusted with `by` as given. A principal is always used:
+        - its `user` and `by` must be the same person (`ResumeAuthorizationError` otherwise);
+          given without `by`, its `user` is `by`, since it is the same verified fact;
+        - its `team` / `enterprise` must be the request's (a user id names one person only
+          inside its workspace). A request saved without a workspace (a turn started by host
+          code, with no inbound message or trigger context) has nothing to compare them with,
+          so there only the person is checked: principal against `by`, then against the
+          answerers.
+
+        Refusals change nothing: `ResumeConflictError` (wrong turn or input, not parked, already
+        answered, or the request changed since `digest`), `ResumeAuthorizationError`,
+        `ResumeValidationError`. `alongside`: the host's write committed with the answer (see
+        `start`), e.g. waking whatever shows the turn, so the resumed turn can never be left
+        unseen.
         """
         session = await self._store.get_session(self.key)
         if session is None or session.status != SessionStatus.SUSPENDED or not session.pending:
@@ -190,6 +207,7 @@ class AgentSession:
         if digest is not None and digest != request["digest"]:
             raise ResumeConflictError("the pending request is no longer the one answered")
         check_workspace(parked_workspace(session.pending), principal)
+        by = answering_user(by, principal)
         authorize(request.get("answerers"), by=by, granted=granted, digest=request["digest"])
         validate_answer(value, request.get("schema"))
         await self._store.resume_turn(
@@ -208,15 +226,16 @@ class AgentSession:
         accepted: bool,
         *,
         by: str | None = None,
-        principal: Mapping[str, Any] | None = None,
+        principal: Principal | None = None,
         granted: Grant | None = None,
         alongside: Callable[[StoreHandle], None] | None = None,
     ) -> str:
         """Answer a proposed write; returns the id of the turn that acts on the answer.
 
         Accepted: that turn runs the stored call with exactly its stored arguments, then lets
-        the model report. Denied: the refusal is recorded and the model is told. `alongside`:
-        as for `resume`.
+        the model report. Denied: the refusal is recorded and the model is told. `by` and
+        `principal` are checked as for `resume` (the workspace is the proposing turn's), and the
+        person they name is the one recorded as having answered. `alongside`: as for `resume`.
         """
         record = await self._store.get_confirmation(self.key, confirmation_id)
         if record is None:
@@ -225,6 +244,7 @@ class AgentSession:
             raise ResumeConflictError(f"confirmation {confirmation_id!r} was answered already")
         workspace = await proposal_workspace(self, record)
         check_workspace(workspace, principal)
+        by = answering_user(by, principal)
         authorize(record.answerers, by=by, granted=granted, digest=confirmation_digest(record))
         verb = "approved" if accepted else "denied"
         arguments = json.dumps(record.arguments, sort_keys=True)
@@ -312,6 +332,52 @@ class AgentSession:
         result: list[Message] = await self._store.load_transcript(self.key)
         return result
 
+    async def turns(self) -> list[TurnRecord]:
+        """Every turn of the session's live generation, in queue order (a reset retires the
+        turns before it; one still queued is listed, with kind `reset`)."""
+        result: list[TurnRecord] = await self._store.list_turns(self.key)
+        return result
+
+    async def steps(self, turn_id: str) -> dict[str, JsonData]:
+        """The turn's memoized steps by step id, in commit order: `model:<n>` and
+        `tool:<n>:<call id>` (`n`: the transcript index of the assistant message), `park:` and
+        `input:<turn id>:<input id>` for a request and its answer, `confirm:<n>` for a proposed
+        write. Empty once a reset archived them; `TurnNotFoundError` for a turn the session
+        never had."""
+        if await self._store.get_turn(self.key, turn_id) is None:
+            raise TurnNotFoundError(f"no turn {turn_id!r} on session {self.key!r}")
+        result: dict[str, JsonData] = await self._store.load_steps(self.key, turn_id)
+        return result
+
+    async def confirmations(
+        self, status: ConfirmationStatus | None = None
+    ) -> list[ConfirmationRecord]:
+        """The session's proposed writes, oldest first; `status=ConfirmationStatus.PENDING` for
+        those still waiting on an answer (what `confirm` takes)."""
+        wanted = ConfirmationStatus(status) if status is not None else None
+        result: list[ConfirmationRecord] = await self._store.list_confirmations(self.key, wanted)
+        return result
+
+    async def receipts(self, status: ReceiptStatus | None = None) -> list[ReceiptRecord]:
+        """The receipts of the session's durable effects, oldest first (keys are
+        `<tool>:<key>`); `status=ReceiptStatus.UNCERTAIN` for those awaiting an operator."""
+        wanted = ReceiptStatus(status) if status is not None else None
+        result: list[ReceiptRecord] = await self._store.list_receipts(
+            session=self.key, status=wanted
+        )
+        return result
+
+    async def resolve_receipt(
+        self,
+        key: str,
+        *,
+        status: ReceiptStatus | Literal["completed", "failed"],
+        value: JsonData = None,
+    ) -> ReceiptRecord:
+        """`agent.resolve_receipt` on this session: settle an `uncertain` receipt as `completed`
+        with the value observed at the provider, or `failed` (not applied; no value)."""
+        return await effects.resolve_receipt(self._store, self.key, key, status=status, value=value)
+
 
 async def grant_answer(
     session: AgentSession,
@@ -321,7 +387,9 @@ async def grant_answer(
     """The one async step before a policy resume: ask the agent's `authorize_answer` hook.
 
     Its exceptions propagate (an HTTP surface answers 500 and applies nothing, so the same
-    answer can be retried). Returns None when the hook says no or no policy applies.
+    answer can be retried). Returns None when the hook says no or no policy applies. The
+    request's `by` and `principal` are checked as `resume` checks them (the hook is asked about
+    the one person they name), so the grant fits the resume that follows.
     """
     record = await session.runtime.store.get_session(session.key)
     pending = await session.pending()
@@ -332,11 +400,12 @@ async def grant_answer(
         or pending["id"] != request.input_id
     ):
         raise ResumeConflictError("that request is not the one pending on this session")
-    # The hook is never asked about someone from another workspace.
+    # The hook is never asked about someone from another workspace, nor about two people.
     check_workspace(parked_workspace(record.pending), request.principal)
+    by = answering_user(request.by, request.principal)
     return await issue_grant(
         pending.get("answerers"),
-        by=request.by,
+        by=by,
         principal=request.principal,
         digest=pending["digest"],
         authorize_answer=authorize_answer or session.agent.authorize_answer,
@@ -348,14 +417,15 @@ async def grant_confirmation(
     confirmation_id: str,
     *,
     by: str | None,
-    principal: Mapping[str, Any] | None = None,
+    principal: Principal | None = None,
     authorize_answer: AuthorizeAnswer | None = None,
 ) -> Grant | None:
-    """`grant_answer` for a proposed write."""
+    """`grant_answer` for a proposed write (`by` and `principal` checked as `confirm` does)."""
     record = await session.runtime.store.get_confirmation(session.key, confirmation_id)
     if record is None or record.status != ConfirmationStatus.PENDING:
         raise ResumeConflictError(f"confirmation {confirmation_id!r} is not pending")
     check_workspace(await proposal_workspace(session, record), principal)
+    by = answering_user(by, principal)
     return await issue_grant(
         record.answerers,
         by=by,

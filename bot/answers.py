@@ -24,7 +24,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import Agent, ResumeAuthorizationError, ResumeConflictError, ResumeError, Runtime
 from agent.errors import SessionSuspendedError
-from agent.hitl import ResumeRequest
+from agent.hitl import Principal, ResumeRequest
 from agent.seams import ConfirmationStatus, SessionStatus, StoreHandle
 from agent.session import AgentSession, grant_answer, grant_confirmation
 from bot.approvals import (
@@ -56,7 +56,7 @@ class Click:
     ref: ApprovalRef
     accepted: bool
     user: str
-    principal: dict[str, Any]
+    principal: Principal
     channel: str
     message_ts: str
     thread_ts: str | None

@@ -10,8 +10,7 @@ Settings are read once, when the agent is loaded (see `config.py`).
 
 from __future__ import annotations
 
-from typing import Any
-
+from agent import AnswerRequest
 from agent.agent_def import Schedule
 
 from .config import REFUND_POLICY, OpsConfig
@@ -32,7 +31,7 @@ schedules = [
 ]
 
 
-async def authorize_answer(request: dict[str, Any]) -> bool:
+async def authorize_answer(request: AnswerRequest) -> bool:
     """May this person answer a `{"policy": "refund-approvers"}` request?"""
     if request.get("policy") != REFUND_POLICY:
         return False

@@ -1,0 +1,146 @@
+"""The contract suites run on every implementation, and keep doing so as implementations come.
+
+Three checks, all static (nothing here needs a service):
+- every class in `agent/`, `storage/` or `bot/` that implements a seam is registered below with
+  the ids it runs under in its contract suite, so a new store, sink or model cannot ship without
+  joining the suite;
+- those ids are the ones the suites are parametrized with (the `store` fixture, `MODELS`,
+  `SINKS`);
+- every test of a suite takes the suite's implementation fixture, so none quietly runs on one
+  implementation only (the few `EventHub`-only tests are named, with the reason).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from agent.sinks import EventHub, RecordingSink
+from tests.contract.test_event_sink import SINKS
+from tests.contract.test_model import MODELS
+
+ROOT = Path(__file__).resolve().parents[2]
+CONTRACT = Path(__file__).resolve().parent
+
+SEAMS = {"SessionStore": "enqueue_turn", "EventSink": "emit", "Model": "stream"}
+"""A seam, and the method whose definition makes a class one of its implementations."""
+
+REGISTERED = {
+    "SessionStore": {
+        "storage.memory_store.MemoryStore": ("memory",),
+        "storage.sql_store.SqlStore": ("sqlite", "postgres"),
+    },
+    "EventSink": {
+        "agent.sinks.RecordingSink": ("recording",),
+        "agent.sinks.EventHub": ("hub-subscriber", "hub-async-subscriber", "hub-downstream"),
+    },
+    "Model": {
+        "agent.scripted_model.ScriptedModel": ("scripted",),
+        "agent.anthropic_model.AnthropicModel": ("anthropic",),
+    },
+}
+
+SUITES = {
+    "test_session_store.py": "store",
+    "test_ledgers.py": "store",
+    "test_turn_queue.py": "store",
+    "test_model.py": "harness",
+    "test_event_sink.py": "probe",
+}
+"""Each seam's contract suite and the fixture that hands a test one implementation."""
+
+NOT_PER_IMPLEMENTATION = {
+    "test_event_sink.py": {
+        # What `EventHub` adds to the seam: fan-out to observers that must neither fail nor
+        # hold up a turn. No other sink has observers.
+        "test_observers_see_only_their_session_and_turn",
+        "test_failing_observers_and_sink_leave_the_turn_and_each_other_alone",
+        "test_a_quick_async_observer_is_done_before_emit_returns",
+        "test_a_stuck_observer_and_sink_neither_block_emit_nor_lose_events",
+        "test_a_stuck_observer_does_not_hold_up_a_turn",
+        "test_unsubscribing_stops_delivery_including_what_was_held",
+    },
+}
+
+
+def _implementations(seam: str) -> set[str]:
+    """`module.Class` for every concrete class under agent/, storage/ and bot/ defining the
+    seam's method (the `Protocol`s themselves are not implementations)."""
+    method = SEAMS[seam]
+    found: set[str] = set()
+    for package in ("agent", "storage", "bot"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+                if not isinstance(node, ast.ClassDef):
+                    continue
+                if any(ast.unparse(base).endswith("Protocol") for base in node.bases):
+                    continue
+                defined = {
+                    item.name
+                    for item in node.body
+                    if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
+                }
+                if method in defined:
+                    found.add(f"{module}.{node.name}")
+    return found
+
+
+def _store_ids() -> list[str]:
+    """The ids of the `store_url` fixture behind `store` (tests/conftest.py)."""
+    tree = ast.parse((ROOT / "tests" / "conftest.py").read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == "store_url":
+            for decorator in node.decorator_list:
+                if isinstance(decorator, ast.Call):
+                    for keyword in decorator.keywords:
+                        if keyword.arg == "ids":
+                            ids: list[str] = ast.literal_eval(keyword.value)
+                            return ids
+    raise AssertionError("no ids on the store_url fixture in tests/conftest.py")
+
+
+@pytest.mark.parametrize("seam", sorted(SEAMS))
+def test_every_implementation_of_a_seam_is_in_its_contract_suite(seam: str) -> None:
+    found = _implementations(seam)
+    assert found, f"no implementation of {seam} found: is the method name in SEAMS right?"
+    assert found == set(REGISTERED[seam]), (
+        f"{seam}: implementations {sorted(found)}, registered for the contract suite "
+        f"{sorted(REGISTERED[seam])}; add a new one to its suite and to REGISTERED"
+    )
+
+
+def test_the_registered_ids_are_the_ones_the_suites_run_with() -> None:
+    ran_with = {
+        "SessionStore": set(_store_ids()),
+        "EventSink": set(SINKS),
+        "Model": set(MODELS),
+    }
+    for seam, implementations in REGISTERED.items():
+        for name, ids in implementations.items():
+            missing = set(ids) - ran_with[seam]
+            assert not missing, f"{name}: its {seam} contract ids {sorted(missing)} never run"
+    sinks = {type(make().sink) for make in SINKS.values()}
+    assert sinks == {RecordingSink, EventHub}
+
+
+@pytest.mark.parametrize("suite", sorted(SUITES))
+def test_every_test_of_a_suite_runs_per_implementation(suite: str) -> None:
+    fixture = SUITES[suite]
+    tree = ast.parse((CONTRACT / suite).read_text())
+    tests = {
+        node.name: {arg.arg for arg in node.args.args}
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.name.startswith("test_")
+    }
+    assert tests, f"no tests found in {suite}"
+    exempt = NOT_PER_IMPLEMENTATION.get(suite, set())
+    alone = sorted(
+        name for name, args in tests.items() if fixture not in args and name not in exempt
+    )
+    assert not alone, f"{suite}: tests that do not take `{fixture}`, so run on one implementation"
+    stale = sorted(exempt - set(tests))
+    assert not stale, f"exempt tests that no longer exist: {stale}"
