@@ -5,6 +5,7 @@ It imports neither `bot` nor `storage`; hosts plug stores, sinks and models into
 
 from agent.agent_def import Agent, Schedule
 from agent.channels import Channel, ChannelContext, TurnStreamer, receive
+from agent.consent import NeedsConfirmation
 from agent.effects import Effect, EffectAuthority, resolve_receipt
 from agent.errors import (
     AbnormalStopError,
@@ -138,6 +139,7 @@ __all__ = [
     "ModelReply",
     "ModelRequest",
     "ModelSettings",
+    "NeedsConfirmation",
     "Principal",
     "ReceiptRecord",
     "ReceiptStatus",

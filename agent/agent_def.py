@@ -56,6 +56,15 @@ class Agent:
                     f"agent {self.name!r}: tool {t.name!r} is declared effect='write' with no "
                     "confirmation; declare confirmation='required' or 'capability'"
                 )
+            if t.confirmation == "capability" and t.local:
+                # It could neither ask (no park inside a transaction) nor write through
+                # run_effect, the one gate that checks the answer: its write would go unconfirmed.
+                raise AssemblyError(
+                    f"agent {self.name!r}: tool {t.name!r} is declared confirmation='capability' "
+                    "but is a local (def) tool; a capability asks with ctx.needs_confirmation and "
+                    "writes through ctx.run_effect, which only an async tool can: declare it "
+                    "`async def`, or use confirmation='required'"
+                )
         for schedule in self.schedules:
             try:
                 check_answerers(schedule.answerers)

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agent.consent import Consent
 from agent.errors import (
     EffectConflictError,
     EffectNotAppliedError,
@@ -87,8 +88,10 @@ class EffectCoordinator:
         tool: Tool,
         call_input: dict[str, Any],
         signal: CancellationSignal,
+        consent: Consent | None = None,
     ) -> None:
         self._env = env
+        self._consent = consent
         self._session = session
         self._turn_id = turn_id
         self._step_id = step_id
@@ -110,6 +113,9 @@ class EffectCoordinator:
                 f"run_effect: tool {self._tool.name!r} is not declared effect='write'; declare "
                 "it so the write is confirmed and coordinated"
             )
+        if self._consent is not None:
+            # confirmation="capability": the tool's own check of the answer is the only consent
+            self._consent.require_checked()
         if not key:
             raise ToolError("run_effect: the effect key must not be empty")
         self.used = True

@@ -81,7 +81,12 @@ class TurnRecord:
 
 @dataclass(frozen=True, kw_only=True)
 class ConfirmationRecord:
-    """A write the model proposed and a person must confirm before it runs (not a park)."""
+    """A write the model proposed and a person must confirm before it runs (not a park).
+
+    `details` is set only for a `confirmation="capability"` tool: the JSON object it showed with
+    its own prompt, which the person approves and the tool checks again before it writes. A
+    `confirmation="required"` proposal has none: its arguments are what is approved.
+    """
 
     session: str
     confirmation_id: str
@@ -91,6 +96,7 @@ class ConfirmationRecord:
     arguments: dict[str, Any]
     prompt: str
     answerers: JsonValue = None
+    details: dict[str, Any] | None = None
     status: ConfirmationStatus = ConfirmationStatus.PENDING
     by: str | None = None
     follow_up_turn: str | None = None

@@ -56,8 +56,14 @@ class ResetResult:
 
 
 def confirmation_digest(record: ConfirmationRecord) -> str:
+    """Binds a grant to the exact proposal: its call, prompt and answerers, and for a
+    `confirmation="capability"` tool the details the person is shown (so an approval of $42 is
+    never an approval of $4,200). A proposal without details keeps the digest it always had."""
+    approved: Any = record.arguments
+    if record.details is not None:
+        approved = {"arguments": record.arguments, "details": record.details}
     return request_digest(
-        record.turn_id, record.confirmation_id, record.prompt, record.arguments, record.answerers
+        record.turn_id, record.confirmation_id, record.prompt, approved, record.answerers
     )
 
 
@@ -233,9 +239,11 @@ class AgentSession:
         """Answer a proposed write; returns the id of the turn that acts on the answer.
 
         Accepted: that turn runs the stored call with exactly its stored arguments, then lets
-        the model report. Denied: the refusal is recorded and the model is told. `by` and
-        `principal` are checked as for `resume` (the workspace is the proposing turn's), and the
-        person they name is the one recorded as having answered. `alongside`: as for `resume`.
+        the model report; a `confirmation="capability"` tool runs again from the top and writes
+        only if `ctx.confirmed` finds the details approved here. Denied: the refusal is recorded,
+        the tool does not run, and the model is told. `by` and `principal` are checked as for
+        `resume` (the workspace is the proposing turn's), and the person they name is the one
+        recorded as having answered. `alongside`: as for `resume`.
         """
         record = await self._store.get_confirmation(self.key, confirmation_id)
         if record is None:
@@ -248,7 +256,10 @@ class AgentSession:
         authorize(record.answerers, by=by, granted=granted, digest=confirmation_digest(record))
         verb = "approved" if accepted else "denied"
         arguments = json.dumps(record.arguments, sort_keys=True)
-        text = f"{by or 'The operator'} {verb} the proposed call {record.tool}({arguments})."
+        text = f"{by or 'The operator'} {verb} the proposed call {record.tool}({arguments})"
+        if record.details is not None:
+            text += f" with the details {json.dumps(record.details, sort_keys=True)}"
+        text += "."
         if not accepted:
             text += " It did not run and must not be retried without a new request."
         follow_up = f"confirm:{confirmation_id}"
@@ -267,6 +278,7 @@ class AgentSession:
                 tool=record.tool,
                 call_id=record.call_id,
                 arguments=record.arguments,
+                details=record.details,
             ),
         )
         resolved = ConfirmationResolved(

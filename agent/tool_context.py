@@ -1,6 +1,6 @@
 """What a running tool can see: where it runs (session, turn, call), who asked, the store handle
-and the cancellation signal. Parking and durable effects are reached through here as well, so a
-tool never needs the engine itself.
+and the cancellation signal. Parking, confirmations a capability asks for, and durable effects are
+reached through here as well, so a tool never needs the engine itself.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent.consent import Consent, NeedsConfirmation
 from agent.effects import Effect, EffectCoordinator, EffectFn, ReconcileFn
 from agent.errors import ToolError
 from agent.facts import FactsView
@@ -42,6 +43,8 @@ class ToolContext:
     effects: EffectCoordinator | None = None
     turn_input: TurnInput | None = None
     """What opened the turn; decides who answers by default (`agent.hitl.default_answerers`)."""
+    consent: Consent | None = None
+    """The call's standing with a person's answer (`agent.consent`), set by the engine."""
 
     async def run_effect(
         self,
@@ -64,6 +67,32 @@ class ToolContext:
                 "step's transaction instead"
             )
         return await self.effects.run(key, fn, payload, reconcile=reconcile)
+
+    def needs_confirmation(self, *, prompt: str, details: Mapping[str, Any]) -> NeedsConfirmation:
+        """Ask a person to approve `details` (a JSON object shown with `prompt`); return it.
+
+        Only for `confirmation="capability"` tools: `return ctx.needs_confirmation(...)` ends
+        the call, the engine records the interaction (answerers as for any confirmation) and the
+        model reads that it is pending. If the person approves, this call runs again, from the
+        top and with the same arguments, in the turn that acts on the answer; there
+        `ctx.confirmed(details)` tells whether these are still the details approved.
+        """
+        return self._consent_or_refuse("needs_confirmation").ask(prompt, details)
+
+    def confirmed(self, details: Mapping[str, Any]) -> bool:
+        """True only when this call is the one a person approved and `details` are, as JSON,
+        exactly the details they were shown; then, and only then, `run_effect` may write.
+
+        False otherwise, e.g. before anybody was asked, or after the details changed (the price
+        moved): the tool then asks again with `needs_confirmation`. An approval covers what the
+        person saw, not whatever the tool finds on its second run.
+        """
+        return self._consent_or_refuse("confirmed").confirmed(details)
+
+    def _consent_or_refuse(self, what: str) -> Consent:
+        if self.consent is None:
+            raise ToolError(f"{what}: only a confirmation='capability' tool run by the engine")
+        return self.consent
 
     @property
     def cancelled(self) -> bool:

@@ -1,6 +1,8 @@
 """Tool steps: one call of the model's batch, run under the guarantee its declaration implies,
-its result committed with its message and events. Also the confirmation flow for write tools,
-whose proposed call is recorded for a person instead of being run.
+its result committed with its message and events. Also the confirmation flow for write tools:
+a `confirmation="required"` call is recorded for a person instead of being run; a
+`confirmation="capability"` tool runs and records its own request (`agent.consent`). Either way
+the turn acting on an accepted answer runs the stored call again with its stored arguments.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from agent.consent import Consent, NeedsConfirmation, details_json
 from agent.effects import EffectCoordinator
 from agent.errors import FatalToolError, ToolError, UnknownToolError
 from agent.events import ActionCompleted, ActionRequested, ConfirmationRequested
@@ -18,9 +21,10 @@ from agent.facts import FactsView
 from agent.hitl import check_answerers, default_answerers
 from agent.messages import AssistantMessage, ToolCall, ToolMessage
 from agent.redaction import is_database_error
-from agent.seams import ConfirmationRecord, StepCommit, StoreHandle
+from agent.seams import ConfirmationRecord, FactRecord, StepCommit, StoreHandle
 from agent.tool_context import ToolContext
 from agent.tools import Tool, database_error_detail, describe_error, to_json_value
+from agent.turn_input import ConfirmationAnswer
 
 if TYPE_CHECKING:
     from agent.turn_loop import TurnRunner
@@ -94,15 +98,19 @@ class ToolStepRunner:
             )
         )
 
-    def _is_confirmed(self, call: ToolCall) -> bool:
+    def _confirmed_answer(self, call: ToolCall) -> ConfirmationAnswer | None:
+        """The accepted answer this very call acts on (the planned call, exact arguments), if
+        any; a call the model makes afterwards, even an identical one, acts on none."""
         answer = self.turn.turn.input.confirmation
-        return (
+        if (
             answer is not None
             and answer.accepted
             and call.id == confirmed_call_id(answer.call_id)
             and call.name == answer.tool
             and call.input == answer.arguments
-        )
+        ):
+            return answer
+        return None
 
     # one call ------------------------------------------------------------------------------
 
@@ -123,7 +131,7 @@ class ToolStepRunner:
         except Exception as exc:
             await turn.commit(self._commit(anchor, call, None, self._describe(exc, call)))
             return
-        if tool.confirmation == "required" and not self._is_confirmed(call):
+        if tool.confirmation == "required" and self._confirmed_answer(call) is None:
             await self._propose(anchor, call, tool)
         elif tool.local:
             await self._local(anchor, call, tool, arguments)
@@ -148,6 +156,12 @@ class ToolStepRunner:
         inbound = turn.turn.input.inbound
         step_id = f"tool:{anchor}:{call.id}"
         remote = not tool.local
+        consent = Consent(
+            tool=tool.name,
+            mode=tool.confirmation,
+            local=tool.local,
+            answer=self._confirmed_answer(call),
+        )
         return ToolContext(
             store=handle,
             session=turn.session,
@@ -159,6 +173,7 @@ class ToolStepRunner:
             turn_input=turn.turn.input,
             cancellation=turn.cancellation,
             local=tool.local,
+            consent=consent,
             answers=turn.steps,
             facts=FactsView(
                 turn.env.store,
@@ -176,6 +191,7 @@ class ToolStepRunner:
                 tool=tool,
                 call_input=call.input,
                 signal=turn.cancellation,
+                consent=consent,
             )
             if remote
             else None,
@@ -217,6 +233,8 @@ class ToolStepRunner:
         def run(handle: StoreHandle) -> Any:
             try:
                 outcome = tool.call(arguments, self._context(anchor, call, tool, handle))
+                if isinstance(outcome, NeedsConfirmation):
+                    _check_may_ask(tool, outcome)  # raises: a local tool cannot ask
                 if inspect.isawaitable(outcome):
                     if inspect.iscoroutine(outcome):
                         outcome.close()
@@ -252,22 +270,41 @@ class ToolStepRunner:
         self, anchor: int, call: ToolCall, tool: Tool, arguments: dict[str, Any]
     ) -> None:
         ctx = self._context(anchor, call, tool, _NoHandle())
+        asked: NeedsConfirmation | None = None
+        value: Any = None
         try:
             outcome = await tool.call(arguments, ctx)
-            value = to_json_value(outcome)
-            _check_write_was_coordinated(tool, ctx, value)
+            if isinstance(outcome, NeedsConfirmation):
+                asked = _check_may_ask(tool, outcome)
+            else:
+                value = to_json_value(outcome)
+                _check_write_was_coordinated(tool, ctx, value)
         except FatalToolError as exc:
             raise TurnFailure(self._describe(exc, call)) from None
         except Exception as exc:
             await self.turn.commit(self._commit(anchor, call, None, self._describe(exc, call)))
             return
         facts = await ctx.facts.records(self.turn.env.clock()) if ctx.facts else []
+        if asked is not None:
+            await self._propose(anchor, call, tool, asked=asked, facts=facts)
+            return
         await self.turn.commit(self._commit(anchor, call, value, None, facts=facts))
 
     # confirmation --------------------------------------------------------------------------
 
-    async def _propose(self, anchor: int, call: ToolCall, tool: Tool) -> None:
-        """Record the exact call for a person; the model learns it has not run."""
+    async def _propose(
+        self,
+        anchor: int,
+        call: ToolCall,
+        tool: Tool,
+        *,
+        asked: NeedsConfirmation | None = None,
+        facts: list[FactRecord] | None = None,
+    ) -> None:
+        """Record the exact call for a person; the model learns it has not run (or, for a
+        capability that `asked`, has not acted). Its prompt and details are the capability's
+        own; the answerers, the record and the event are the same for both modes, so every
+        surface answers either kind through `AgentSession.confirm`."""
         turn = self.turn
         try:
             answerers: Mapping[str, Any] | None = tool.answerers
@@ -279,6 +316,7 @@ class ToolStepRunner:
             return
         confirmation_id = f"{turn.turn_id}:{call.id}"
         arguments = json.dumps(call.input, sort_keys=True)
+        prompt = asked.prompt if asked is not None else f"Allow {tool.name} with {arguments}?"
         record = ConfirmationRecord(
             session=turn.session,
             confirmation_id=confirmation_id,
@@ -286,23 +324,39 @@ class ToolStepRunner:
             call_id=call.id,
             tool=tool.name,
             arguments=dict(call.input),
-            prompt=f"Allow {tool.name} with {arguments}?",
+            prompt=prompt,
             answerers=dict(answerers) if answerers is not None else None,
+            details=asked.details if asked is not None else None,
             created_at=turn.env.clock(),
         )
-        value = {
+        value: dict[str, Any] = {
             "status": "confirmation_pending",
             "confirmation_id": confirmation_id,
             "note": "Not run: a person must confirm this call first. It runs, with exactly these "
             "arguments, only if they approve.",
         }
+        if asked is not None:
+            value["note"] = (
+                "Not done: a person must confirm the details first. The call runs again, with "
+                "exactly these arguments, only if they approve, and acts only if the details "
+                "are still the ones they saw."
+            )
+            value["details"] = asked.details
         requested = ConfirmationRequested(
             session=turn.session,
             turn_id=turn.turn_id,
             confirmation=confirmation_json(record),
         )
         await turn.commit(
-            self._commit(anchor, call, value, None, events=[requested], confirmations=[record])
+            self._commit(
+                anchor,
+                call,
+                value,
+                None,
+                events=[requested],
+                confirmations=[record],
+                facts=facts or [],
+            )
         )
 
 
@@ -315,19 +369,39 @@ def confirmation_json(record: ConfirmationRecord) -> dict[str, Any]:
         "arguments": record.arguments,
         "prompt": record.prompt,
         "answerers": record.answerers,
+        "details": record.details,
         "status": record.status.value,
     }
 
 
+def _check_may_ask(tool: Tool, asked: NeedsConfirmation) -> NeedsConfirmation:
+    """`ctx.needs_confirmation` checks all this already; a hand-made request is checked here,
+    before its details reach the store."""
+    if tool.confirmation != "capability" or tool.local:
+        raise ToolError(
+            f"tool {tool.name!r} returned needs_confirmation, but only an async "
+            f"confirmation='capability' tool can ask (it is declared "
+            f"confirmation={tool.confirmation!r})"
+        )
+    if not isinstance(asked.prompt, str) or not asked.prompt.strip():
+        raise ToolError("needs_confirmation: the prompt must be a non-empty string")
+    return NeedsConfirmation(
+        prompt=asked.prompt, details=details_json(asked.details, what="needs_confirmation")
+    )
+
+
 def _check_write_was_coordinated(tool: Tool, ctx: ToolContext, value: Any) -> None:
     """A remote write tool that never called `run_effect` wrote outside any receipt, which is
-    exactly what a retry could duplicate; a `capability` tool asking for confirmation is fine."""
+    exactly what a retry could duplicate. A capability asks with `ctx.needs_confirmation`, which
+    never reaches here; a dict that merely says so records nothing, so it is no excuse."""
     if tool.effect != "write" or ctx.effects is None or ctx.effects.used:
         return
-    asks = isinstance(value, dict) and bool(value.get("needs_confirmation"))
-    if tool.confirmation == "capability" and asks:
-        return
+    asking = (
+        " (or, before writing, return ctx.needs_confirmation(...) to ask a person)"
+        if tool.confirmation == "capability"
+        else ""
+    )
     raise ToolError(
         f"write tool {tool.name!r} finished without calling ctx.run_effect, so its write was "
-        "not coordinated; route the external write through run_effect"
+        f"not coordinated; route the external write through run_effect{asking}"
     )

@@ -45,7 +45,8 @@ class Tool:
     effect: Effect = "read"
     confirmation: Confirmation = "none"
     answerers: dict[str, Any] | None = None
-    """Who may confirm a `confirmation="required"` call; default: the attested speaker."""
+    """Who may confirm the call (`confirmation="required"`) or what the tool asks about
+    (`"capability"`); default: the attested speaker."""
     input_schema: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -52,6 +52,9 @@ class ConfirmationAnswer(_Frozen):
     tool: str
     call_id: str
     arguments: dict[str, Any]
+    details: dict[str, Any] | None = None
+    """What a `confirmation="capability"` tool showed and the person approved; the tool finds
+    `ctx.confirmed(details)` True only for these (see `agent.consent`)."""
 
 
 class TurnInput(_Frozen):

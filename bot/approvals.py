@@ -9,6 +9,7 @@ can at most point at a request, never answer as someone else.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -65,6 +66,18 @@ def who_may_answer(answerers: Any) -> str:
         scope = f" ({answerers['scope']})" if answerers.get("scope") else ""
         return f"Answerable by: {answerers['policy']}{scope}."
     return "Anyone in this conversation can answer."
+
+
+def confirmation_prompt(confirmation: Mapping[str, Any]) -> str:
+    """A proposed write's prompt; for a `confirmation="capability"` tool followed by the details
+    it showed, as JSON. The approval covers exactly those details (the tool writes only if it
+    finds them unchanged), so they belong on the message the person clicks."""
+    prompt = str(confirmation.get("prompt") or "")
+    details = confirmation.get("details")
+    if details is None:
+        return prompt
+    shown = json.dumps(details, indent=2, sort_keys=True, ensure_ascii=False)
+    return f"{prompt}\n```\n{shown}\n```"
 
 
 def prompt_blocks(prompt: str) -> list[Block]:

@@ -24,7 +24,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import SessionStore, TurnEvent
 from agent.seams import TurnStatus
-from bot.approvals import ApprovalRef, answered_message, approval_blocks
+from bot.approvals import ApprovalRef, answered_message, approval_blocks, confirmation_prompt
 from bot.reply_part import PartContent, ReplyPart, StreamPart, Target, UpdatePart, metadata_for
 from bot.slack_calls import RateLimited, Refused, StreamGone, Uncertain, bot_identity, call
 from storage.delivery_store import DeliveryStore, Post, PostUpdate
@@ -236,7 +236,7 @@ class SessionRenderer:
                     ident=str(confirmation["id"]),
                 )
                 await self._post_approval(
-                    ref, str(confirmation.get("prompt", "")), confirmation.get("answerers")
+                    ref, confirmation_prompt(confirmation), confirmation.get("answerers")
                 )
             case "confirmation.resolved":
                 pass

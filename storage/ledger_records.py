@@ -39,6 +39,7 @@ def confirmation_values(record: ConfirmationRecord) -> dict[str, Any]:
         "arguments": dump_json(record.arguments),
         "prompt": record.prompt,
         "answerers": dump_or_null(record.answerers),
+        "details": dump_or_null(record.details),
         "status": ConfirmationStatus(record.status).value,
         "answered_by": record.by,
         "follow_up_turn": record.follow_up_turn,
@@ -49,6 +50,7 @@ def confirmation_values(record: ConfirmationRecord) -> dict[str, Any]:
 
 def confirmation_record(row: Row) -> ConfirmationRecord:
     arguments = load_json(row["arguments"])
+    details = load_json(row["details"])
     return ConfirmationRecord(
         session=row["session_key"],
         confirmation_id=row["confirmation_id"],
@@ -58,6 +60,7 @@ def confirmation_record(row: Row) -> ConfirmationRecord:
         arguments=arguments if isinstance(arguments, dict) else {},
         prompt=row["prompt"],
         answerers=load_json(row["answerers"]),
+        details=details if isinstance(details, dict) else None,
         status=ConfirmationStatus(row["status"]),
         by=row["answered_by"],
         follow_up_turn=row["follow_up_turn"],

@@ -121,6 +121,8 @@ confirmations = Table(
     Column("arguments", Text, nullable=False),
     Column("prompt", Text, nullable=False),
     Column("answerers", Text, nullable=True),
+    # What a confirmation="capability" tool showed with its prompt (JSON); NULL for "required".
+    Column("details", Text, nullable=True),
     Column("status", Text, nullable=False),
     # `ConfirmationRecord.by`; BY is a reserved word, which would make every hand-written
     # operator query quote it.

@@ -97,10 +97,31 @@ async def place_hold(order_id: str, ctx: ToolContext) -> dict[str, Any]:
     return dict(effect.value)
 
 
+SHIPPING: dict[str, int] = {"42": 7}
+"""What shipping order 42 costs now, in dollars; a test may move it while a person reads."""
+SHIPMENTS: list[dict[str, Any]] = []
+"""Every shipment the provider booked."""
+
+
+@tool(effect="write", confirmation="capability")
+async def ship_order(order_id: str, ctx: ToolContext) -> Any:
+    """Book shipping at today's price (the requester approves the price shown)."""
+    details = {"order": order_id, "price": SHIPPING[order_id]}
+    if not ctx.confirmed(details):
+        return ctx.needs_confirmation(prompt=f"Ship order {order_id}?", details=details)
+
+    async def book(authority: Any) -> dict[str, Any]:
+        SHIPMENTS.append({**details, "key": authority.idempotency_key})
+        return {"shipped": order_id}
+
+    effect = await ctx.run_effect(f"ship:{order_id}", book, payload=details)
+    return dict(effect.value)
+
+
 AGENT = Agent(
     name="test-ops",
     instructions="Help with orders.",
-    tools=[lookup_order, issue_refund, escalate, wait_for_gate, place_hold],
+    tools=[lookup_order, issue_refund, escalate, wait_for_gate, place_hold, ship_order],
     authorize_answer=managers_only,
 )
 
@@ -153,6 +174,25 @@ def hold_reply(request: Any, step: int) -> ScriptedReply:
 
 def hold_model() -> ScriptedModel:
     return ScriptedModel(responder=hold_reply)
+
+
+def ship_reply(request: Any, step: int) -> ScriptedReply:
+    """Asks to ship order 42; the turn acting on the answer repeats what the tool returned."""
+    opening = next(m for m in reversed(request.messages) if m.role in ("user", "trigger"))
+    last = request.messages[-1]
+    if not isinstance(opening, TriggerMessage) and step == 0:
+        return ScriptedReply(
+            text="Pricing the shipment.",
+            tool_calls=[ToolCall(id="c_ship", name="ship_order", input={"order_id": "42"})],
+        )
+    if isinstance(opening, TriggerMessage) and last.role == "tool":
+        status = last.result.get("status") or f"shipped {last.result.get('shipped')}"
+        return ScriptedReply(text=f"Shipping: {status}.")
+    return ScriptedReply(text="The shipment waits for your approval.")
+
+
+def ship_model() -> ScriptedModel:
+    return ScriptedModel(responder=ship_reply)
 
 
 def soak_model() -> ScriptedModel:

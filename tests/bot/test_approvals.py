@@ -8,7 +8,16 @@ import pytest
 
 from bot.approvals import NO_LONGER_PENDING
 from bot.inbound import session_key
-from tests.bot.agents import AGENT, BOSS, POLICY, REFUND, model
+from tests.bot.agents import (
+    AGENT,
+    BOSS,
+    POLICY,
+    REFUND,
+    SHIPMENTS,
+    SHIPPING,
+    model,
+    ship_model,
+)
 from tests.bot.harness import approval, buttons, eventually, idle, replies
 
 CHANNEL = "C0APPR"
@@ -150,3 +159,43 @@ async def test_the_reply_after_approve_is_posted_when_rendering_had_gone_idle(
     await eventually(lambda: any("Refund done." in m.text for m in replies(standin, CHANNEL)))
     await eventually(lambda: idle(standin, CHANNEL))
     assert sum("Refund done." in m.text for m in replies(standin, CHANNEL)) == 1
+
+
+async def test_a_capability_shows_its_details_and_writes_only_what_was_approved(
+    db_url, launch, standin
+):
+    """`confirmation="capability"`: the message shows the details the tool asked about; after
+    Approve the tool runs again and writes them, once. A price that moved in between is asked
+    about again, on a new message, and nothing is written on the old approval."""
+    SHIPMENTS.clear()
+    SHIPPING["42"] = 7
+    app = await launch(db_url, AGENT, ship_model())
+    ts = await app.slack.mention("U0ALICE", "ship order 42", channel=CHANNEL, twin=True)
+    message = await eventually(lambda: approval(standin, CHANNEL))
+    await eventually(lambda: idle(standin, CHANNEL))
+    assert "Ship order 42?" in message.text
+    assert '"price": 7' in message.text
+    assert "Only <@U0ALICE> can answer" in context_text(message)
+
+    SHIPPING["42"] = 9  # the price moved while Alice was reading
+    approve, _ = buttons(message)
+    await app.slack.click("U0ALICE", approve, channel=CHANNEL, message_ts=message.ts, thread_ts=ts)
+    await eventually(lambda: "Approved by <@U0ALICE>" in message.text)
+    asked_again = await eventually(
+        lambda: next(
+            (m for m in standin.bot_messages(CHANNEL) if m is not message and m.blocks and
+             any(b.get("type") == "actions" for b in m.blocks)),
+            None,
+        )
+    )  # fmt: skip
+    assert '"price": 9' in asked_again.text
+    assert SHIPMENTS == []
+
+    approve, _ = buttons(asked_again)
+    await app.slack.click(
+        "U0ALICE", approve, channel=CHANNEL, message_ts=asked_again.ts, thread_ts=ts
+    )
+    await eventually(lambda: any("shipped 42" in m.text for m in replies(standin, CHANNEL)))
+    await eventually(lambda: idle(standin, CHANNEL))
+    assert SHIPMENTS == [{"order": "42", "price": 9, "key": "ship_order:ship:42"}]
+    assert standin.ephemerals == []

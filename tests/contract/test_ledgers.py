@@ -177,6 +177,53 @@ async def test_resolving_answers_queues_the_follow_up_and_logs_events_at_once(
     assert await store.list_confirmations(S, ConfirmationStatus.PENDING) == []
 
 
+async def test_a_capability_confirmation_keeps_its_details(store: SessionStore) -> None:
+    """The details a `confirmation="capability"` tool showed are stored with the proposal, read
+    back exactly (nested JSON included), kept when it is answered, and carried by the follow-up
+    turn, which the tool checks them against."""
+    lease = await _leased(store)
+    details = {"order": "A-1", "amount": 12.5, "lines": [{"sku": "F", "qty": 2}], "note": None}
+    proposal = replace(
+        PROPOSAL, prompt="Charge order A-1 $12.50?", arguments={"order": "A-1"}, details=details
+    )
+    await store.commit(
+        lease, StepCommit(turn_id="t1", step_id="tool:0:c1", confirmations=[proposal]), TTL, NOW
+    )
+    assert await store.get_confirmation(S, "t1:c1") == proposal
+    assert await store.list_confirmations(S) == [proposal]
+    assert PROPOSAL.details is None, "a confirmation='required' proposal has no details"
+
+    follow_up = TurnInput(
+        text="U1 answered",
+        confirmation=ConfirmationAnswer(
+            confirmation_id="t1:c1",
+            accepted=True,
+            tool="refund",
+            call_id="c1",
+            arguments={"order": "A-1"},
+            details=details,
+        ),
+    )
+    await store.resolve_confirmation(
+        S,
+        "t1:c1",
+        accepted=True,
+        by="U1",
+        follow_up_turn="confirm:t1:c1",
+        follow_up=follow_up,
+        events=[],
+        now=NOW + 60,
+    )
+    answered = await store.get_confirmation(S, "t1:c1")
+    assert answered is not None
+    assert (answered.status, answered.details) == (ConfirmationStatus.ACCEPTED, details)
+    queued = await store.get_turn(S, "confirm:t1:c1")
+    assert queued is not None
+    assert queued.input == follow_up
+    assert queued.input.confirmation is not None
+    assert queued.input.confirmation.details == details
+
+
 async def test_a_confirmation_is_answered_once(store: SessionStore) -> None:
     await _proposed(store)
     await _answer(store, accepted=False)

@@ -15,10 +15,11 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from psycopg import sql
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, create_engine, inspect, text
 from sqlalchemy.engine import make_url
 
 import storage
@@ -27,7 +28,7 @@ from agent.messages import UserMessage
 from agent.seams import StepCommit, StoreHandle
 from agent.turn_input import TurnInput
 from storage import MemoryStore, SqlStore, current_revision, open_store, upgrade_database
-from storage.migrate import MIGRATIONS_DIR, head_revision
+from storage.migrate import MIGRATIONS_DIR, alembic_config, head_revision
 from storage.sql_dialects import WRITE_OPTION, PostgresDialect, SqliteDialect, dialect_for
 from storage.sql_schema import metadata
 
@@ -189,6 +190,70 @@ async def test_a_revision_added_later_is_applied_by_upgrade_and_required_by_open
     monkeypatch.undo()
     with pytest.raises(SchemaMismatchError, match="does not know"):
         await SqlStore.open(url)
+
+
+def _migrate(url: str, revision: str, *, down: bool = False) -> None:
+    engine = create_engine(dialect_for(url).url)
+    try:
+        with engine.begin() as conn:
+            config = alembic_config()
+            config.attributes["connection"] = conn
+            (command.downgrade if down else command.upgrade)(config, revision)
+    finally:
+        engine.dispose()
+
+
+def _confirmation_columns(url: str) -> set[str]:
+    engine = create_engine(dialect_for(url).url)
+    try:
+        with engine.connect() as conn:
+            return {c["name"] for c in inspect(conn).get_columns("confirmations")}
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def unmigrated_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'bot.db'}"
+    url: str = request.getfixturevalue("empty_postgres_url")
+    return url
+
+
+async def test_revision_0004_adds_confirmation_details_and_keeps_older_proposals(
+    unmigrated_url: str,
+) -> None:
+    """A proposal made before the column existed reads back without details (a
+    confirmation="required" one, as every proposal then was); the downgrade drops only it."""
+    url = unmigrated_url
+    await asyncio.to_thread(_migrate, url, "0003")
+    engine = create_engine(dialect_for(url).url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(
+                text(
+                    "insert into confirmations (session_key, confirmation_id, turn_id, call_id, "
+                    "tool, arguments, prompt, answerers, status, created_at) values ('s', 't:c', "
+                    "'t', 'c', 'refund', :arguments, 'Allow refund?', null, 'pending', 1)"
+                ),
+                {"arguments": '{"order": "A-1"}'},
+            )
+    finally:
+        engine.dispose()
+
+    await upgrade_database(url)
+    store = await SqlStore.open(url)
+    try:
+        old = await store.get_confirmation("s", "t:c")
+    finally:
+        await store.close()
+    assert old is not None
+    assert (old.arguments, old.prompt, old.details) == ({"order": "A-1"}, "Allow refund?", None)
+    assert "details" in await asyncio.to_thread(_confirmation_columns, url)
+
+    await asyncio.to_thread(_migrate, url, "0003", down=True)
+    assert "details" not in await asyncio.to_thread(_confirmation_columns, url)
+    assert await current_revision(url) == "0003"
 
 
 TURN_CONTEXT: contextvars.ContextVar[str] = contextvars.ContextVar("turn", default="none")

@@ -1,5 +1,8 @@
 """Durable effects with receipts: the FAN-7 ambiguous-timeout story end to end against an
-inventory service with its own storage, each receipt transition, and the guard rails."""
+inventory service with its own storage, each receipt transition, and the guard rails.
+
+Every write here is confirmed first, as a write must be: a turn proposes it, the test approves it
+(`tests.support.confirmations`), and the turn acting on the approval is the one that writes."""
 
 from __future__ import annotations
 
@@ -29,6 +32,7 @@ from agent import (
     tool,
 )
 from agent.seams import SessionStore
+from tests.support.confirmations import approve_pending, turn_and_approve
 from tests.support.effect_fixtures import fan_agent, fan_model
 from tests.support.engine_fixtures import RUN_LOG_ENV, read_runs
 from tests.support.inventory_service import InventoryService
@@ -62,12 +66,12 @@ async def test_fan7_steps_1_to_3(sql_store: Any, inventory: Any) -> None:
 
         # 1. the reservation commits at the service but the response is lost
         service.lose_response[KEY] = 1.5
-        first = await session.turn("reserve two FILTER-A for FAN-7")
+        first = await turn_and_approve(session, "reserve two FILTER-A for FAN-7")
         receipt = await store.get_receipt("fan", KEY)
         assert receipt is not None
         assert receipt.status == ReceiptStatus.UNCERTAIN
         assert service.stock("FILTER-A") == 2
-        error = _tool_results(await store.load_transcript("fan"))[0].result["error"]
+        error = _tool_results(await store.load_transcript("fan"))[-1].result["error"]
         assert error.startswith("EffectUncertainError:")
         assert "uncertain" in error
         assert "person" in error
@@ -75,7 +79,7 @@ async def test_fan7_steps_1_to_3(sql_store: Any, inventory: Any) -> None:
 
         # ... and no later turn retries it blindly
         service.lose_response.clear()
-        await session.turn("try FAN-7 again")
+        await turn_and_approve(session, "try FAN-7 again")
         assert service.reserve_calls == 1
         assert (await store.get_receipt("fan", KEY)).status == ReceiptStatus.UNCERTAIN
 
@@ -84,7 +88,7 @@ async def test_fan7_steps_1_to_3(sql_store: Any, inventory: Any) -> None:
         assert observed is not None
         resolved = await resolve_receipt(store, "fan", KEY, status="completed", value=observed)
         assert resolved.status == ReceiptStatus.COMPLETED
-        third = await session.turn("now open the work order for FAN-7")
+        third = await turn_and_approve(session, "now open the work order for FAN-7")
         assert third.text == "Work order opened."
         assert service.reserve_calls == 1, (
             "the completed receipt answers; the service is not called"
@@ -96,7 +100,7 @@ async def test_fan7_steps_1_to_3(sql_store: Any, inventory: Any) -> None:
         # 3. same key, another quantity: conflict, nothing sent, nothing changed
         conflict_model = fan_model(quantity=1)
         rt.model = conflict_model
-        await session.turn("reserve one FILTER-A for FAN-7")
+        await turn_and_approve(session, "reserve one FILTER-A for FAN-7")
         error = _tool_results(await store.load_transcript("fan"))[-1].result["error"]
         assert error.startswith("EffectConflictError:")
         assert service.reserve_calls == 1
@@ -212,7 +216,7 @@ CALLS: list[str] = []
 
 
 def _effect_tool(outcome: Any, *, effect: str = "write") -> Any:
-    @tool(name="pay", effect=effect, confirmation="capability")  # type: ignore[call-overload]
+    @tool(name="pay", effect=effect, confirmation="required")  # type: ignore[call-overload]
     async def pay(order: str, ctx: ToolContext) -> Any:
         """Charge."""
 
@@ -238,7 +242,7 @@ def _pay_model(order: str = "o1") -> ScriptedModel:
 async def _pay(store: SessionStore, tool_: Any, key: str = "s1", order: str = "o1") -> Any:
     agent = Agent(name="a", instructions="x", tools=[tool_])
     async with _rt(store, agent, _pay_model(order)) as rt:
-        await rt.session(agent, key).turn("pay")
+        await turn_and_approve(rt.session(agent, key), "pay")
     return _tool_results(await store.load_transcript(key))[-1]
 
 
@@ -329,7 +333,7 @@ async def test_guard_rails(store: SessionStore) -> None:
     error = (await _pay(store, sloppy, key="g2")).result["error"]
     assert "without calling ctx.run_effect" in error
 
-    @tool(effect="write", confirmation="capability", name="pay")
+    @tool(effect="write", confirmation="required", name="pay")
     async def blank(order: str, ctx: ToolContext) -> Any:
         """Empty key."""
         return await ctx.run_effect("", lambda a: _noop())
@@ -346,7 +350,7 @@ def _interruptible_pay(entered: asyncio.Event, *, park: bool = False) -> Any:
     """A write whose provider call is still in flight when the test interrupts it: it never
     answers (a shutdown cancels it), or it asks a person from inside the call (a park)."""
 
-    @tool(name="pay", effect="write", confirmation="capability")
+    @tool(name="pay", effect="write", confirmation="required")
     async def pay(order: str, ctx: ToolContext) -> Any:
         """Charge."""
 
@@ -373,14 +377,19 @@ async def test_shutdown_during_an_effect_stops_the_turn_and_leaves_the_receipt_u
     rt = _rt(store, agent, model)
     rt.start_recovery()
     try:
-        await rt.session(agent, "s1").start("pay", turn_id="T1")
+        session = rt.session(agent, "s1")
+        await session.turn("pay", turn_id="T1")
+        [proposed] = await store.list_confirmations("s1")
+        before = len(model.requests)
+        # the approved call runs first in the turn acting on the approval: no model call before
+        approved = await session.confirm(proposed.confirmation_id, True)
         await asyncio.wait_for(entered.wait(), 60)
         asked = len(model.requests)
     finally:
         await rt.close(grace=0.1)
 
-    assert asked == len(model.requests) == 1, "the model was called again after shutdown"
-    turn = await store.get_turn("s1", "T1")
+    assert asked == len(model.requests) == before, "the model was called again after shutdown"
+    turn = await store.get_turn("s1", approved)
     assert turn is not None
     assert turn.status == TurnStatus.RUNNING, "the turn must be left for another worker"
     receipt = await store.get_receipt("s1", "pay:charge:o1")
@@ -392,7 +401,7 @@ async def test_shutdown_during_an_effect_stops_the_turn_and_leaves_the_receipt_u
     # the next worker finds the uncertain receipt and does not call the provider again
     later = _pay_model()
     async with _rt(store, agent, later) as rt2:
-        result = await rt2.session(agent, "s1").result("T1")
+        result = await rt2.session(agent, "s1").result(approved)
     assert (result.status, result.text) == (TurnStatus.COMPLETED, "done")
     error = _tool_results(await store.load_transcript("s1"))[-1].result["error"]
     assert error.startswith("EffectUncertainError: the outcome of pay:charge:o1")
@@ -407,7 +416,8 @@ async def test_a_park_inside_an_effect_parks_the_turn(store: SessionStore) -> No
     agent = Agent(name="a", instructions="x", tools=[_interruptible_pay(entered, park=True)])
     async with _rt(store, agent, _pay_model()) as rt:
         session = rt.session(agent, "s1")
-        result = await session.result(await session.start("pay", turn_id="T1"))
+        await session.turn("pay", turn_id="T1")
+        [result] = await approve_pending(session)
     assert result.status == TurnStatus.SUSPENDED
     assert result.request is not None
     assert result.request["id"] == "approve"
@@ -423,13 +433,20 @@ async def test_replayed_turn_runs_nothing(sql_store: Any, inventory: Any) -> Non
     model = fan_model()
     async with _rt(store, agent, model) as rt:
         session = rt.session(agent, "fan")
-        first = await session.turn("reserve", turn_id="T1")
+        proposed = await session.turn("reserve", turn_id="T1")
+        [first] = await approve_pending(session)
         calls, requests = service.reserve_calls, len(model.requests)
-        again = await session.turn("reserve", turn_id="T1")
+        proposed_again = await session.turn("reserve", turn_id="T1")
         await session.start("reserve", turn_id="T1")
+        again = await session.turn("reserve", turn_id=first.turn_id)
+        await session.start("reserve", turn_id=first.turn_id)
+    assert proposed.text == proposed_again.text == "The reservation awaits approval."
     assert first.text == again.text == "Work order opened."
+    assert (proposed.replayed, proposed_again.replayed) == (False, True)
     assert (first.replayed, again.replayed) == (False, True)
-    assert (service.reserve_calls, len(model.requests)) == (calls, requests) == (1, 3)
+    # two model steps to propose, two after the approved call: none of them again
+    assert (service.reserve_calls, len(model.requests)) == (calls, requests) == (1, 4)
+    assert len(await store.list_confirmations("fan")) == 1, "a replay asks nobody again"
 
 
 async def test_facts_are_versioned_with_lineage(store: SessionStore) -> None:

@@ -22,6 +22,7 @@ from agent import (
     load_agent,
     tool,
 )
+from tests.support.confirmations import turn_and_approve
 from tests.support.hitl_fixtures import slack_event
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,7 +40,7 @@ async def _bot(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@tool(effect="write", confirmation="capability")
+@tool(effect="write", confirmation="required")
 async def pay(order: str, ctx: ToolContext) -> Any:
     """Charge (the gateway times out)."""
 
@@ -58,7 +59,7 @@ async def test_receipts_list_and_resolve(sql_store: Any, sql_url: str) -> None:
         ]
     )
     async with Runtime(sql_store, model, agent=agent, poll_interval=0.02) as rt:
-        await rt.session(agent, "ops:1").turn("pay o-9")
+        await turn_and_approve(rt.session(agent, "ops:1"), "pay o-9")
 
     listed = await _bot("receipts", "list", "--status", "uncertain", "--database-url", sql_url)
     assert listed.returncode == 0, listed.stderr

@@ -30,9 +30,12 @@ from agent import (
     TurnStatus,
     tool,
 )
+from agent.scripted_model import opening_text
 from agent.seams import SessionStore
+from agent.tool_steps import confirmed_call_id
 from storage import SqlStore
 from storage.sql_schema import STORE_TABLES
+from tests.support.confirmations import approve_pending
 
 CONFIGURED = "cfg-Partner-key-9f3a2b"
 """A configured secret value with no recognisable shape: only configuration can catch it."""
@@ -60,9 +63,10 @@ def save_note(note: str) -> dict[str, Any]:
     )
 
 
-@tool(effect="write", confirmation="capability")
+@tool(effect="write", confirmation="required")
 async def charge(order: str, ctx: ToolContext) -> dict[str, Any]:
-    """A write whose provider errors carry the key: one proves nothing was applied, one not."""
+    """A write whose provider errors carry the key: one proves nothing was applied, one not.
+    Proposed in the "go" turn; it runs in the turns acting on the approvals."""
 
     async def declined(authority: Any) -> Any:
         raise EffectNotAppliedError(f"declined for key {CONFIGURED}")
@@ -102,6 +106,12 @@ SCRIPT = {
 }
 
 
+def _respond(request: ModelRequest, step: int) -> ScriptedReply:
+    """The script by opening; a turn acting on an approved charge only reports."""
+    script = SCRIPT.get(opening_text(request.messages))
+    return script[step] if script is not None else ScriptedReply(text="The charge failed.")
+
+
 def _plain(value: Any) -> Any:
     if is_dataclass(value) and not isinstance(value, type):
         return repr(asdict(value))
@@ -136,7 +146,7 @@ async def _everything_stored(store: SessionStore, session: str) -> str:
 async def test_no_secret_from_a_tool_error_is_stored_or_sent_to_the_model(
     store: SessionStore,
 ) -> None:
-    model = ScriptedModel(by_opening=SCRIPT)
+    model = ScriptedModel(responder=_respond)
     sink = RecordingSink()
     async with Runtime(
         store,
@@ -149,9 +159,11 @@ async def test_no_secret_from_a_tool_error_is_stored_or_sent_to_the_model(
     ) as rt:
         session = rt.session(AGENT, "s1")
         done = await session.turn("go", turn_id="T1")
+        charged = await approve_pending(session)
         failed = await session.turn("fatal", turn_id="T2")
 
     assert done.status == TurnStatus.COMPLETED
+    assert [c.status for c in charged] == [TurnStatus.COMPLETED] * 2
     assert failed.status == TurnStatus.FAILED
     stored = await _everything_stored(store, "s1")
     sent = _text([request.messages for request in model.requests])
@@ -169,8 +181,12 @@ async def test_no_secret_from_a_tool_error_is_stored_or_sent_to_the_model(
     # the model still reads what went wrong, minus the secrets
     errors = {
         m.call_id: m.result["error"]
-        for m in model.requests[1].messages
+        for request in model.requests
+        for m in request.messages
         if isinstance(m, ToolMessage) and m.is_error
+    }
+    assert {"r", "l"} <= {
+        m.call_id for m in model.requests[1].messages if isinstance(m, ToolMessage) and m.is_error
     }
     assert errors["r"] == (
         "RuntimeError: partner refused order o1: key [redacted], Authorization: Bearer [redacted]"
@@ -179,8 +195,10 @@ async def test_no_secret_from_a_tool_error_is_stored_or_sent_to_the_model(
         "ValueError: could not save 'hi' with [redacted] at "
         "postgresql+psycopg://bot:[redacted]@db.internal:5432/app"
     )
-    assert errors["a"] == "EffectNotAppliedError: declined for key [redacted]"
-    assert errors["b"].startswith("EffectUncertainError: the outcome of charge:charge:b")
+    assert errors[confirmed_call_id("a")] == "EffectNotAppliedError: declined for key [redacted]"
+    assert errors[confirmed_call_id("b")].startswith(
+        "EffectUncertainError: the outcome of charge:charge:b"
+    )
     assert failed.error == "FatalToolError: the partner rejected [redacted] and [redacted]"
     receipts = {r.key: r.error for r in await store.list_receipts(session="s1")}
     assert receipts["charge:charge:a"] == "declined for key [redacted]"

@@ -1,6 +1,7 @@
-"""An engine process for the FAN-7 crash steps: it runs the reservation turn and, with
-`--crash-before-settle`, stops right after the provider answered and before the receipt commits,
-announcing it on stdout so the parent can SIGKILL it there.
+"""An engine process for the FAN-7 crash steps: it runs the reservation turn, approves the
+reservation it proposes (as the host would) and, with `--crash-before-settle`, stops in the turn
+acting on the approval right after the provider answered and before the receipt commits,
+announcing it on stdout so the parent can SIGKILL it there. `--recover-only` waits for that turn.
 
     python -m tests.support.effect_child URL SERVICE_URL SESSION TURN [--crash-before-settle]
         [--recover-only] [--reconcile]
@@ -14,7 +15,7 @@ import sys
 import time
 from typing import Any
 
-from agent import Runtime
+from agent import ConfirmationStatus, Runtime
 from storage import SqlStore
 from tests.support.effect_fixtures import fan_agent, fan_model
 
@@ -51,10 +52,19 @@ async def main() -> int:
     try:
         async with runtime:
             session = runtime.session(agent, args.session)
-            if not args.recover_only:
-                await session.start("reserve two FILTER-A for FAN-7", turn_id=args.turn)
             async with asyncio.timeout(60):
-                result = await session.result(args.turn)
+                if not args.recover_only:
+                    await session.start("reserve two FILTER-A for FAN-7", turn_id=args.turn)
+                    await session.result(args.turn)
+                    [proposed] = await store.list_confirmations(
+                        args.session, ConfirmationStatus.PENDING
+                    )
+                    await session.confirm(proposed.confirmation_id, True)
+                [approved] = await store.list_confirmations(
+                    args.session, ConfirmationStatus.ACCEPTED
+                )
+                assert approved.follow_up_turn is not None
+                result = await session.result(approved.follow_up_turn)
             print(f"RESULT {result.status.value} {result.text}", flush=True)
     finally:
         await inner.close()

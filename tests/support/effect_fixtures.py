@@ -1,5 +1,9 @@
 """The FAN-7 agent: a remote `reserve_inventory` write coordinated by `run_effect` against the
-inventory stand-in over real HTTP, then a local `create_work_order` step."""
+inventory stand-in over real HTTP, then a local `create_work_order` step.
+
+`reserve_inventory` is a `confirmation="capability"` tool: the turn that proposes it asks a person
+to approve the reservation's details; the turn acting on the approval runs it again, and only
+there, with the details approved, does it reserve."""
 
 from __future__ import annotations
 
@@ -28,6 +32,11 @@ def reserve_tool(service_url: str, *, timeout: float = 0.3, reconcile: bool = Fa
     ) -> dict[str, Any]:
         """Reserve units for a work order (the operation id is the idempotency key)."""
         payload = {"sku": sku, "quantity": quantity}
+        details = {"operation": operation_id, **payload}
+        if not ctx.confirmed(details):
+            return ctx.needs_confirmation(
+                prompt=f"Reserve {quantity} {sku} for {operation_id}?", details=details
+            )
 
         async def call(authority: EffectAuthority) -> Any:
             record_run("reserve:call")
@@ -86,12 +95,15 @@ def reserve_call(operation: str, quantity: int, call_id: str = "r") -> ToolCall:
 
 
 def fan_model(operation: str = "FAN-7", quantity: int = 2) -> ScriptedModel:
-    """Reserve; then open the work order with the reservation id; then report."""
+    """Reserve (and wait for the approval); then, in the turn acting on the approval (whose
+    step 0 is the approved call), open the work order with the reservation id; then report."""
 
     def respond(request: Any, step: int) -> ScriptedReply:
         if step == 0:
             return ScriptedReply(tool_calls=[reserve_call(operation, quantity)])
         last = request.messages[-1]
+        if not last.is_error and last.result.get("status") == "confirmation_pending":
+            return ScriptedReply(text="The reservation awaits approval.")
         if step == 1 and not last.is_error:
             reservation = last.result["reservation"]["reservation"]
             return ScriptedReply(

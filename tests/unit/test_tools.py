@@ -61,6 +61,25 @@ def test_write_tool_with_confirmation_assembles() -> None:
     assert Agent(name="ops", instructions="x", tools=[issue_refund]).tool_named("issue_refund")
 
 
+def test_a_local_capability_tool_is_rejected_at_assembly() -> None:
+    """It could neither ask a person nor write through run_effect, where the answer is checked."""
+
+    @tool(effect="write", confirmation="capability")
+    def charge(order: str) -> str:
+        """Charge."""
+        return order
+
+    with pytest.raises(AssemblyError, match=r"'charge'.*local \(def\).*async def"):
+        Agent(name="ops", instructions="x", tools=[charge])
+
+    @tool(effect="write", confirmation="capability", name="charge")
+    async def remote_charge(order: str) -> str:
+        """Charge."""
+        return order
+
+    assert Agent(name="ops", instructions="x", tools=[remote_charge]).tool_named("charge")
+
+
 def test_duplicate_tool_names_are_rejected() -> None:
     @tool
     def a() -> int:
