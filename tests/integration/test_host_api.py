@@ -55,7 +55,7 @@ async def close_ticket(ticket: str, ctx: ToolContext) -> dict[str, JsonData]:
 GATEWAY: list[str] = []
 
 
-@tool(effect="write", confirmation="capability")
+@tool(effect="write", confirmation="required")
 async def charge(order: str, ctx: ToolContext) -> dict[str, JsonData]:
     """Charge an order; the gateway times out, so nobody knows whether it charged."""
 
@@ -175,6 +175,8 @@ async def test_a_host_finds_the_pending_confirmations_and_answers_one(store: Ses
 async def _uncertain_charge(rt: Runtime, agent: Agent, key: str) -> AgentSession:
     session = rt.session(agent, key)
     await session.turn("charge o1")
+    [proposed] = await session.confirmations(ConfirmationStatus.PENDING)
+    await session.result(await session.confirm(proposed.confirmation_id, True))
     return session
 
 
