@@ -15,6 +15,7 @@ import time
 from typing import Any
 from urllib.parse import urlencode
 
+import httpcore  # noqa: F401 - see _TLS
 import httpx
 from slack_sdk.signature import SignatureVerifier
 
@@ -22,6 +23,12 @@ from bot.testing.standin import SlackStandIn
 
 DOMAIN = "demo"
 """The stand-in workspace's domain (`demo.slack.com`)."""
+
+
+_TLS = httpx.create_ssl_context()
+"""Made once, at import. httpx loads a CA bundle for every client it makes (40-100 ms on a busy
+machine) and imports httpcore with the first; a driver is made inside a test's running event
+loop, which the suite fails when it is blocked for 100 ms."""
 
 
 def sign_request(secret: str, body: str, timestamp: int | None = None) -> dict[str, str]:
@@ -55,7 +62,7 @@ class SlackDriver:
         """Set for a workspace of an Enterprise Grid org: events and clicks then name it."""
         self.bot_user_id = bot_user_id
         self.api_app_id = api_app_id
-        self.http = httpx.AsyncClient(timeout=timeout)
+        self.http = httpx.AsyncClient(timeout=timeout, verify=_TLS)
         self._ids = itertools.count(1)
         self._ts = itertools.count(1)
         self._base = int(time.time()) - 10_000

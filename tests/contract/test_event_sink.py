@@ -218,10 +218,16 @@ async def test_a_finished_turn_delivered_again_emits_nothing(probe: Probe) -> No
     async with _runtime(store, probe.sink) as rt:
         session = rt.session(AGENT, "s1")
         await session.turn("How many mugs?", turn_id="t1")
+        # A sink may still be catching up (a turn waits on it only so long): the snapshot is
+        # taken once it has the turn's last event.
+        async with asyncio.timeout(WAIT):
+            while not any(e.type == "turn.completed" for e in probe.received()):
+                await asyncio.sleep(0.01)
         before = list(probe.received())
         replayed = await session.turn("How many mugs?", turn_id="t1")
         await session.start("How many mugs?", turn_id="t1")
         await session.result("t1")
+        await asyncio.sleep(0.05)  # room for anything wrongly emitted to arrive
 
     assert replayed.replayed
     assert probe.received() == before
