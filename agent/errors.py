@@ -7,7 +7,8 @@
     ├── StoreError               the store seam failed
     │   ├── LeaseLostError       this worker no longer holds the session's lease (fence failed)
     │   ├── SchemaMismatchError  the database schema is not the one this code knows
-    │   └── StepConflictError    a step or message with that id already exists
+    │   ├── StepConflictError    a step or message with that id already exists
+    │   └── StoreUnavailableError the database cannot be reached (down, connection lost, locked)
     ├── TurnError                a turn-level refusal by the session API
     │   ├── TurnNotFoundError
     │   ├── TurnInterruptedError `turn()` cannot finish: the turn parked (`.result` says where)
@@ -67,6 +68,15 @@ class SchemaMismatchError(StoreError):
 
 class StepConflictError(StoreError):
     """A row with this step, message or turn identity already exists."""
+
+
+class StoreUnavailableError(StoreError):
+    """The database could not be reached, or the connection dropped mid-transaction: nothing of
+    that transaction is known to have committed, and trying again once it is back is right.
+
+    The message is one line naming the database (its password hidden) and the driver's reason;
+    it never carries the SQL or its parameters.
+    """
 
 
 class TurnError(AgentError):

@@ -4,6 +4,9 @@ One worker at a time holds a session's lease and drains its turn queue in order;
 different sessions run concurrently. The lease's epoch fences every commit, so a worker that was
 paused past its lease (a "zombie") cannot commit over its successor. A sweeper picks up sessions
 whose lease expired with work left, so a turn whose worker died resumes without re-delivery.
+
+A worker whose database goes away mid-turn is not dead: it keeps the drain, waits for the
+database (backing off), and goes on at once when it is back, if the lease is still its own.
 """
 
 from __future__ import annotations
@@ -20,10 +23,11 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Protocol
 
 from agent.agent_def import Agent
-from agent.errors import LeaseLostError, TurnNotFoundError
+from agent.errors import LeaseLostError, StoreUnavailableError, TurnNotFoundError
 from agent.redaction import Redactor
 from agent.seams import EventSink, Lease, Model, SessionStore, TurnKind, TurnStatus
 from agent.sinks import EventHub
+from agent.store_outage import OutageLog, backoff
 from agent.turn_loop import TurnEnv, TurnRunner
 from agent.turn_result import TurnResult
 
@@ -115,6 +119,10 @@ class Runtime:
         self._replays: OrderedDict[tuple[str, str], None] = OrderedDict()
         """(session, turn id) pairs `start()` found already committed. Bounded: a clock that
         re-fires its slots would otherwise grow it for the life of the process."""
+        self.outage = OutageLog()
+        """Whether the store was last seen unreachable: the runtime's loops, and the host's
+        (a renderer's), report to it so an outage is logged once when it starts and once when
+        it ends, not at every retry."""
 
     # lifecycle ----------------------------------------------------------------------------
 
@@ -280,8 +288,12 @@ class Runtime:
         while True:
             try:
                 await self.recover_once()
+            except StoreUnavailableError as err:
+                self.outage.failed(err, writing=False)
             except Exception:
                 log.exception("turn recovery sweep failed; retrying")
+            else:
+                self.outage.reached(writing=False)
             await asyncio.sleep(self.recovery_interval)
 
     async def _heartbeat(self, lease: Lease) -> None:
@@ -289,7 +301,9 @@ class Runtime:
         while True:
             await asyncio.sleep(self.heartbeat_interval)
             try:
-                if not await self.store.renew_lease(lease, self.lease_ttl, self.clock()):
+                renewed = await self.store.renew_lease(lease, self.lease_ttl, self.clock())
+                self.outage.reached(writing=True)
+                if not renewed:
                     log.warning("lease on %s was taken over", lease.session)
                     return
                 runner = self._running.get(lease.session)
@@ -297,6 +311,8 @@ class Runtime:
                     record = await self.store.get_turn(lease.session, runner.turn_id)
                     if record is not None and record.cancel_reason:
                         runner.cancellation.cancel(record.cancel_reason)
+            except StoreUnavailableError as err:
+                self.outage.failed(err, writing=True)
             except Exception:
                 log.exception("lease heartbeat failed for %s", lease.session)
 
@@ -310,13 +326,23 @@ class Runtime:
             agent = self.agent_for(key)
             if agent is None:
                 return
-            lease = await self.store.acquire_lease(key, self.owner, self.lease_ttl, self.clock())
+            try:
+                lease = await self.store.acquire_lease(
+                    key, self.owner, self.lease_ttl, self.clock()
+                )
+            except StoreUnavailableError as err:
+                # Nothing is held: the sweep kicks the session again once the database is back.
+                self.outage.failed(err, writing=True)
+                return
             if lease is None:
                 return
             try:
-                await self._run_queue(agent, lease)
+                await self._run_holding(agent, lease)
             except LeaseLostError:
                 log.warning("lost the lease on %s; its new holder continues", key)
+                self._rekick.discard(key)
+            except StoreUnavailableError:
+                log.warning("stopped waiting for the database to go on with %s: closing", key)
                 self._rekick.discard(key)
             except Exception:
                 log.exception("turn on %s stopped; it resumes when its lease is picked up", key)
@@ -324,9 +350,51 @@ class Runtime:
             finally:
                 with contextlib.suppress(Exception):
                     await self.store.release_lease(lease)
+                    self.outage.reached(writing=True)
                 self.notify()
             if key not in self._rekick:
                 return
+
+    async def _run_holding(self, agent: Agent, lease: Lease) -> None:
+        """Drain the session's queue under `lease`, through database outages.
+
+        A store call that cannot reach the database interrupts the turn between checkpoints
+        (what it was committing either committed or not; the transcript, reloaded, says which).
+        Leaving the drain then would leave the turn to wait out this worker's own lease, which
+        nobody can release while the database is away. So the drain waits for the database and
+        goes on, from the turn's last checkpoint, as soon as its lease is renewed: still its
+        own, or lapsed with nobody taking it. If another worker took it meanwhile, the renewal
+        fails on the epoch and `LeaseLostError` ends this drain; the fence never moved.
+        """
+        while True:
+            try:
+                await self._run_queue(agent, lease)
+                return
+            except StoreUnavailableError as err:
+                self.outage.failed(err, writing=True)
+                await self._renew_when_reachable(lease, err)
+
+    async def _renew_when_reachable(self, lease: Lease, error: StoreUnavailableError) -> None:
+        """Retry renewing `lease`, backing off, until the database answers; raises
+        `LeaseLostError` if it answers that the lease moved, and `error` if the runtime closes
+        first."""
+        for delay in backoff(self.poll_interval, self.recovery_interval):
+            if self._closed:
+                raise error
+            await asyncio.sleep(delay)
+            try:
+                renewed = await self.store.renew_lease(lease, self.lease_ttl, self.clock())
+            except StoreUnavailableError as err:
+                self.outage.failed(err, writing=True)
+                error = err
+                continue
+            self.outage.reached(writing=True)
+            if not renewed:
+                raise LeaseLostError(
+                    f"lease on session {lease.session!r} (epoch {lease.epoch}) was taken over "
+                    "while the database was unavailable"
+                )
+            return
 
     async def _run_queue(self, agent: Agent, lease: Lease) -> None:
         heartbeat = asyncio.create_task(self._heartbeat(lease))

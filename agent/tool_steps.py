@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent.consent import Consent, NeedsConfirmation, details_json
 from agent.effects import EffectCoordinator
-from agent.errors import FatalToolError, ToolError, UnknownToolError
+from agent.errors import FatalToolError, StoreUnavailableError, ToolError, UnknownToolError
 from agent.events import ActionCompleted, ActionRequested, ConfirmationRequested
 from agent.facts import FactsView
 from agent.hitl import check_answerers, default_answerers
@@ -281,6 +281,10 @@ class ToolStepRunner:
                 _check_write_was_coordinated(tool, ctx, value)
         except FatalToolError as exc:
             raise TurnFailure(self._describe(exc, call)) from None
+        except StoreUnavailableError:
+            # The engine's own store, reached through the tool (`run_effect`, facts), is away:
+            # not the tool's failure for the model to read. The turn waits and runs it again.
+            raise
         except Exception as exc:
             await self.turn.commit(self._commit(anchor, call, None, self._describe(exc, call)))
             return

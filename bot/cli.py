@@ -7,11 +7,14 @@ import argparse
 import asyncio
 import sys
 
-import sqlalchemy
-import sqlalchemy.exc
-
-from agent.errors import AgentError, AssemblyError, ModelError, SchemaMismatchError
-from agent.redaction import Redactor, password_in_url
+from agent.errors import (
+    AgentError,
+    AssemblyError,
+    ModelError,
+    SchemaMismatchError,
+    StoreUnavailableError,
+)
+from agent.redaction import REDACTED, password_in_url
 from bot.settings import ConfigError, Settings
 
 
@@ -45,21 +48,14 @@ def main(argv: list[str] | None = None) -> int:
     url = getattr(args, "database_url", None) or settings.database_url
     try:
         return _main(args, settings, url)
-    except (sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError) as err:
-        # A mistyped DATABASE_URL or a database that is down: one line an operator can act on,
-        # not a driver traceback (and never the URL's password).
-        secrets = [*settings.secrets(), password_in_url(url) or ""]
-        print(f"bot {_name(args)}: {unreachable(url, err, secrets)}", file=sys.stderr)
+    except StoreUnavailableError as err:
+        # A mistyped DATABASE_URL or a database that is down: the store's one line naming the
+        # database and why (never a driver traceback, nor the URL's password).
+        message = str(err)
+        for secret in filter(None, [*settings.secrets(), password_in_url(url)]):
+            message = message.replace(secret, REDACTED)  # the store hid the URL's; the rest too
+        print(f"bot {_name(args)}: {message}", file=sys.stderr)
         return 2
-
-
-def unreachable(url: str, err: Exception, secrets: list[str]) -> str:
-    shown = sqlalchemy.make_url(url).render_as_string(hide_password=True)
-    cause = getattr(err, "orig", None) or err
-    reason = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
-    reason = reason.removeprefix("connection failed: ")
-    reason = Redactor(filter(None, secrets))(reason)
-    return f"cannot reach the database {shown}: {reason}"
 
 
 def _name(args: argparse.Namespace) -> str:
@@ -127,6 +123,8 @@ def _ops(args: argparse.Namespace, settings: Settings, url: str) -> int:
             return asyncio.run(receipts_command(args, url))
         agent_dir = args.agent_dir or settings.agent_path()
         return asyncio.run(check_command(url, load_agent(agent_dir)))
+    except StoreUnavailableError:
+        raise  # `main` says which database, and under the full command's name
     except (SchemaMismatchError, AssemblyError, AgentError) as err:
         print(f"bot {args.command}: {err}", file=sys.stderr)
         return 2

@@ -4,7 +4,6 @@ in for Anthropic, printing the events as a subscriber sees them. Nothing here ne
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
 from agent import (
@@ -63,9 +62,7 @@ def _show(event: TurnEvent) -> None:
 
 
 async def run_demo(database_url: str) -> int:
-    if database_url.startswith("sqlite"):
-        Path(database_url.split("///", 1)[1]).parent.mkdir(parents=True, exist_ok=True)
-    await upgrade_database(database_url)
+    await upgrade_database(database_url)  # on SQLite, its directory is made as the file is
     store = await SqlStore.open(database_url)
     try:
         async with Runtime(store, ScriptedModel(DEMO_SCRIPT), agent=DEMO_AGENT) as runtime:

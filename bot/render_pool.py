@@ -18,7 +18,7 @@ from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from agent import Runtime, TurnEvent
+from agent import Runtime, StoreUnavailableError, TurnEvent
 from bot.renderer import LeaseLost, RenderSettings, SessionRenderer
 from bot.reply_part import Target
 from bot.slack_calls import SlackCallError
@@ -116,6 +116,7 @@ class RendererPool:
             held = await self.delivery.acquire(
                 key, self.owner, self.settings.lease_ttl, time.time()
             )
+            self.runtime.outage.reached(writing=True)
             if not held:
                 return
             target = await self.delivery.get_target(key)
@@ -146,6 +147,9 @@ class RendererPool:
                 "rendering stopped on a Slack error; retrying later",
                 extra={"session": key, "method": err.method, "code": err.code},
             )
+        except StoreUnavailableError as err:
+            # The delivery lease is this process's to take again: the next sweep resumes it.
+            self.runtime.outage.failed(err, writing=True)
         except Exception:
             log.exception("rendering stopped; it resumes on the next sweep", extra={"session": key})
         finally:
@@ -166,8 +170,12 @@ class RendererPool:
                 for key in await self.delivery.active_sessions():
                     if key not in self._tasks:
                         self.kick(key)
+            except StoreUnavailableError as err:
+                self.runtime.outage.failed(err, writing=False)
             except Exception:
                 log.exception("render sweep failed; retrying")
+            else:
+                self.runtime.outage.reached(writing=False)
 
     def notice(self, key: str, turn_id: str, name: str, text: str) -> None:
         """Post a one-off note in a session's thread (once per key, even across retries and

@@ -17,6 +17,7 @@ from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from storage.sql_errors import database_label, unavailable_error
 from storage.sql_executor import WRITE_OPTION, ThreadExecutor, TransactionExecutor
 
 __all__ = [
@@ -45,8 +46,11 @@ class SqlDialect:
 
     name = "generic"
 
-    def __init__(self, url: URL) -> None:
+    def __init__(self, url: URL, *, given: URL | None = None) -> None:
+        """`url`: what the engine connects with; `given`: the URL as configured, which error
+        messages name (with its password hidden)."""
         self.url = url
+        self.label = database_label(given or url)
 
     def executor(self) -> TransactionExecutor:
         """A fresh engine behind the executor that runs this dialect's transactions."""
@@ -81,7 +85,9 @@ class SqliteDialect(SqlDialect):
         self._make_directory()
         engine = create_engine(self.url)
         _configure(engine)
-        return ThreadExecutor(engine, name="sqlite-store", keep_connection=True)
+        return ThreadExecutor(
+            engine, name="sqlite-store", keep_connection=True, database=self.label
+        )
 
     def create_engine(self) -> AsyncEngine:
         self._make_directory()
@@ -92,7 +98,12 @@ class SqliteDialect(SqlDialect):
     def _make_directory(self) -> None:
         path = self.url.database
         if path and path != ":memory:" and not path.startswith("file:"):
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            directory = Path(path).parent
+            try:
+                directory.mkdir(parents=True, exist_ok=True)
+            except OSError as err:
+                reason = OSError(f"cannot create the directory {directory}: {err.strerror}")
+                raise unavailable_error(self.label, reason) from err
 
     def insert_ignoring_conflict(self, table: Table, *index_elements: str) -> Insert:
         return sqlite.insert(table).on_conflict_do_nothing(index_elements=list(index_elements))
@@ -141,7 +152,9 @@ class PostgresDialect(SqlDialect):
     def executor(self) -> TransactionExecutor:
         engine = create_engine(self.url, pool_size=POSTGRES_POOL_SIZE)
         _ping_when_idle(engine)
-        return ThreadExecutor(engine, name="postgresql-store", threads=POSTGRES_POOL_SIZE)
+        return ThreadExecutor(
+            engine, name="postgresql-store", threads=POSTGRES_POOL_SIZE, database=self.label
+        )
 
     def create_engine(self) -> AsyncEngine:
         engine = create_async_engine(self.url, pool_size=POSTGRES_POOL_SIZE)
@@ -160,9 +173,9 @@ def dialect_for(url: str | URL) -> SqlDialect:
     """
     parsed = make_url(url)
     if parsed.drivername in _SQLITE_DRIVERS:
-        return SqliteDialect(parsed.set(drivername="sqlite+pysqlite"))
+        return SqliteDialect(parsed.set(drivername="sqlite+pysqlite"), given=parsed)
     if parsed.drivername in _POSTGRES_DRIVERS:
-        return PostgresDialect(parsed.set(drivername="postgresql+psycopg"))
+        return PostgresDialect(parsed.set(drivername="postgresql+psycopg"), given=parsed)
     raise ValueError(
         f"unsupported database URL scheme {parsed.drivername!r}: "
         "use sqlite:///path (or sqlite+aiosqlite:///path) or postgresql+psycopg://user@host/db"

@@ -21,6 +21,10 @@ stop every ack, lease heartbeat and renderer of the process meanwhile.
 
 Write transactions are begun with the `WRITE_OPTION` execution option, which SQLite turns into
 BEGIN IMMEDIATE (see `storage.sql_dialects`).
+
+This is also where a database that cannot be reached, or a connection lost mid-transaction,
+becomes `StoreUnavailableError` (see `storage.sql_errors`), whichever statement met it: every
+transaction of every store passes here, and nowhere else needs to know the drivers' errors.
 """
 
 from __future__ import annotations
@@ -37,6 +41,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from sqlalchemy.engine import Connection, Engine
+
+from agent.errors import StoreUnavailableError
+from storage.sql_errors import database_label, is_unavailable, unavailable_error
 
 R = TypeVar("R")
 
@@ -87,10 +94,14 @@ class ThreadExecutor:
         name: str = "sql-store",
         threads: int = 1,
         keep_connection: bool = False,
+        database: str | None = None,
     ) -> None:
+        """`database`: how errors name the database (the URL as configured, password hidden);
+        by default the engine's URL."""
         if threads < 1:
             raise ValueError("a ThreadExecutor needs at least one thread")
         self._engine = engine
+        self._database = database or database_label(engine.url)
         self._name = name
         self._max_threads = threads
         self._keep_connection = keep_connection
@@ -179,15 +190,35 @@ class ThreadExecutor:
                 self._idle += 1
 
     def _transaction(self, body: Callable[[Connection], R], write: bool) -> R:
-        if not self._keep_connection:
-            with self._engine.connect() as conn:
-                return _run(conn, body, write)
-        kept: Connection | None = getattr(self._local, "connection", None)
-        if kept is None or kept.closed or kept.invalidated:
-            if kept is not None:
-                kept.close()
-            kept = self._local.connection = self._engine.connect()
-        return _run(kept, body, write)
+        try:
+            if not self._keep_connection:
+                with self._engine.connect() as conn:
+                    return self._run(conn, body, write)
+            kept: Connection | None = getattr(self._local, "connection", None)
+            if kept is None or kept.closed or kept.invalidated:
+                if kept is not None:
+                    kept.close()
+                kept = self._local.connection = self._engine.connect()
+            return self._run(kept, body, write)
+        except StoreUnavailableError:
+            raise
+        except Exception as exc:
+            if is_unavailable(exc):
+                raise self._unavailable(exc) from exc
+            raise
+
+    def _run(self, conn: Connection, body: Callable[[Connection], R], write: bool) -> R:
+        try:
+            return _run(conn, body, write)
+        except Exception as exc:
+            # The connection was lost on the way (SQLAlchemy invalidated it): whatever the body
+            # made of that, a local tool's own error included, the transaction did not commit.
+            if conn.invalidated and not isinstance(exc, StoreUnavailableError):
+                raise self._unavailable(exc) from exc
+            raise
+
+    def _unavailable(self, exc: BaseException) -> StoreUnavailableError:
+        return unavailable_error(self._database, exc, password=self._engine.url.password)
 
     def _retire(self) -> None:
         """This thread's last job: close what it kept; the last thread out disposes."""

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from agent import (
     Agent,
     ReceiptStatus,
@@ -149,23 +151,65 @@ def _bot_with(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[st
 
 
 UNREACHABLE = "postgresql+psycopg://agent:s3cret-pw@127.0.0.1:1/nowhere"
+"""PostgreSQL on a closed port: every connection is refused."""
+
+COMMANDS = {
+    "worker": ["worker"],
+    "clock": ["clock"],
+    "serve": ["serve"],
+    "socket": ["socket"],
+    "demo": ["demo", "--database-url", "{url}"],
+    "demo --engine": ["demo", "--engine", "--database-url", "{url}"],
+    "db upgrade": ["db", "upgrade"],
+    "db current": ["db", "current"],
+    "receipts list": ["receipts", "list"],
+    "receipts resolve": ["receipts", "resolve", "s1", "tool:key", "--failed"],
+    "check": ["check"],
+}
+"""Every command, each the way an operator would start it (the demos only touch the database
+they are given)."""
 
 
-def test_a_command_against_an_unreachable_database_says_so_in_one_line() -> None:
-    """An operator who mistyped DATABASE_URL gets one line naming the database (its password
-    hidden) and why, not a traceback, and a non-zero exit."""
+def _against(url: str, command: str) -> subprocess.CompletedProcess[str]:
     env = {
-        "DATABASE_URL": UNREACHABLE,
-        "SLACK_BOT_TOKEN": "xoxb-test",
-        "ANTHROPIC_API_KEY": "sk-ant-test",
+        "DATABASE_URL": url,
+        "SLACK_BOT_TOKEN": "xoxb-test-token-0000",
+        "SLACK_SIGNING_SECRET": "signing-secret-0000",
+        "SLACK_APP_TOKEN": "xapp-test-token-0000",
+        "ANTHROPIC_API_KEY": "sk-ant-test-key-0000",
         "LOG_FORMAT": "text",
     }
-    for command in (["worker"], ["clock"], ["db", "upgrade"], ["db", "current"], ["check"]):
-        done = _bot_with(env, *command)
-        assert done.returncode == 2, (command, done.stderr)
-        assert "Traceback" not in done.stderr, command
-        assert "s3cret-pw" not in done.stderr + done.stdout, command
-        lines = [line for line in done.stderr.splitlines() if "cannot reach the database" in line]
-        assert len(lines) == 1, (command, done.stderr)
-        assert "127.0.0.1:1/nowhere" in lines[0]
-        assert "refused" in lines[0].lower()
+    return _bot_with(env, *(arg.format(url=url) for arg in COMMANDS[command]))
+
+
+def _one_clear_line(done: subprocess.CompletedProcess[str], command: str) -> str:
+    assert done.returncode == 2, (command, done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr + done.stdout, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    name = command.removesuffix(" --engine")
+    assert lines[0].startswith(f"bot {name}: cannot reach the database "), lines[0]
+    return lines[0]
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_a_command_against_an_unreachable_database_says_so_in_one_line(command: str) -> None:
+    """An operator who mistyped DATABASE_URL, or whose database is down, gets one line naming
+    the database (its password hidden) and why, not a traceback, and exit code 2."""
+    done = _against(UNREACHABLE, command)
+    line = _one_clear_line(done, command)
+    assert "s3cret-pw" not in done.stderr + done.stdout
+    assert "postgresql+psycopg://agent:***@127.0.0.1:1/nowhere" in line
+    assert "refused" in line.lower()
+
+
+@pytest.mark.parametrize("command", ["worker", "db upgrade", "receipts list", "demo --engine"])
+def test_a_sqlite_database_that_cannot_be_opened_says_so_in_one_line(
+    command: str, tmp_path: Path
+) -> None:
+    """SQLite's "unreachable": a path whose directory cannot exist (a file is in the way)."""
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    url = f"sqlite+aiosqlite:///{blocker}/bot.db"
+    line = _one_clear_line(_against(url, command), command)
+    assert f"{blocker}/bot.db" in line
