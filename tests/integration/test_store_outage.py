@@ -41,6 +41,7 @@ from agent import (
 )
 from agent.seams import Lease, StepCommit, StoreHandle
 from storage import MemoryStore, SqlStore, sql_dialects
+from tests.support.confirmations import turn_and_approve
 from tests.support.engine_fixtures import (
     ORDER_AGENT,
     ORDER_SCRIPT,
@@ -480,7 +481,7 @@ async def test_a_store_outage_met_inside_a_remote_tool_is_not_the_tools_error() 
     no error of the tool's for the model to read. The turn waits and runs the tool again."""
     sent: list[str] = []
 
-    @tool(effect="write", confirmation="capability")
+    @tool(effect="write", confirmation="required")
     async def reserve(sku: str, ctx: ToolContext) -> dict[str, Any]:
         """Reserve a part."""
 
@@ -501,10 +502,11 @@ async def test_a_store_outage_met_inside_a_remote_tool_is_not_the_tools_error() 
     inner = MemoryStore()
     store = _UnreachableOnce(inner)
     async with Runtime(store, model, agent=agent, recovery_interval=0.5, poll_interval=0.05) as rt:
-        result = await asyncio.wait_for(rt.session(agent, "s1").turn("Reserve x-1."), 30)
+        session = rt.session(agent, "s1")
+        result = await asyncio.wait_for(turn_and_approve(session, "Reserve x-1."), 30)
     assert store.failed
     assert result.status == TurnStatus.COMPLETED
-    tool_message = (await inner.load_transcript("s1"))[2]
+    tool_message = [m for m in await inner.load_transcript("s1") if isinstance(m, ToolMessage)][-1]
     assert isinstance(tool_message, ToolMessage)
     assert (tool_message.is_error, tool_message.result) == (
         False,
