@@ -40,6 +40,12 @@ REMEMBERED_REPLAYS = 1024
 """How many re-delivered committed turn ids a runtime remembers for `result()` to report."""
 
 
+DEFAULT_CONTEXT_MESSAGES = 400
+"""A bound on messages, not tokens: a long thread of short messages keeps its whole recent
+history, and the model adapter still trims a request that would not fit its context window (the
+Anthropic adapter's `max_context_tokens`)."""
+
+
 class Dispatcher(Protocol):
     """Cross-process news: which session has work, which turn should stop. Only a speed-up
     over polling the database, never the record, so losing it loses nothing."""
@@ -84,13 +90,17 @@ class Runtime:
         run_turns: bool = True,
         max_concurrent_sessions: int = 32,
         secrets: Iterable[str] = (),
+        context_messages: int = DEFAULT_CONTEXT_MESSAGES,
     ) -> None:
         """`run_turns=False` makes a runtime that only queues (a web process leaving turns to
         workers, which find them through their recovery sweep). `max_concurrent_sessions` caps
         the sessions whose turns run at once in this process, so a burst waits its turn instead
         of exhausting the database pool. `secrets`: values (API keys, tokens, passwords) scrubbed
         from every tool error and failure before it is stored or shown to the model; well-known
-        token shapes are scrubbed without being listed."""
+        token shapes are scrubbed without being listed. `context_messages`: how much of a
+        session's history the model is shown, at least that many of the latest messages, from
+        the opening of the turn the earliest belongs to; also all a worker reads to resume a
+        session, so resuming costs the same after ten messages or ten thousand."""
         self.store = store
         self.model = model
         self.default_agent = agent
@@ -116,6 +126,9 @@ class Runtime:
         self._dispatcher: Dispatcher | None = None
         self._telling: set[asyncio.Task[None]] = set()
         self.redact = Redactor(secrets)
+        if context_messages < 1:
+            raise ValueError("context_messages must be at least 1")
+        self.context_messages = context_messages
         self._replays: OrderedDict[tuple[str, str], None] = OrderedDict()
         """(session, turn id) pairs `start()` found already committed. Bounded: a clock that
         re-fires its slots would otherwise grow it for the life of the process."""
@@ -399,7 +412,8 @@ class Runtime:
     async def _run_queue(self, agent: Agent, lease: Lease) -> None:
         heartbeat = asyncio.create_task(self._heartbeat(lease))
         try:
-            transcript = await self.store.load_transcript(lease.session)
+            tail = await self.store.load_transcript_tail(lease.session, self.context_messages)
+            transcript, base = tail.messages, tail.base
             while not self._closed:
                 # A cancel committed after this read began is only known by its signal, which
                 # may arrive before the runner exists: keep it for the runner.
@@ -418,7 +432,7 @@ class Runtime:
                     )
                     for event in events:
                         await self.hub.emit(event)
-                    transcript = []
+                    transcript, base = [], 0
                     self.notify()
                     continue
                 env = TurnEnv(
@@ -431,7 +445,7 @@ class Runtime:
                     clock=self.clock,
                     redact=self.redact,
                 )
-                runner = TurnRunner(env, turn, transcript)
+                runner = TurnRunner(env, turn, transcript, base)
                 self._running[lease.session] = runner
                 for news in heard:
                     news.apply(runner)

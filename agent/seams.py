@@ -160,6 +160,17 @@ class SessionRecord:
 
 
 @dataclass(frozen=True, kw_only=True)
+class TranscriptTail:
+    """The recent end of a session's transcript: `messages` are those from index `base` on.
+
+    It begins where a turn begins (its opening user or trigger message), so the model never
+    sees a tool result without the call it answers."""
+
+    base: int
+    messages: list[Message]
+
+
+@dataclass(frozen=True, kw_only=True)
 class Lease:
     """Proof that this worker may commit steps of `session` while `epoch` is current."""
 
@@ -375,7 +386,14 @@ class SessionStore(Protocol):
         ...
 
     async def load_transcript(self, session: str) -> list[Message]:
-        """The live transcript in index order; read once when a worker picks a session up."""
+        """The live transcript in index order (a host reading the conversation)."""
+        ...
+
+    async def load_transcript_tail(self, session: str, at_least: int) -> TranscriptTail:
+        """What a worker reads when it picks a session up: the last `at_least` messages or more,
+        from the opening of the turn the earliest of them belongs to (everything when the
+        transcript is no longer). Its cost must not grow with the transcript: a resumed turn
+        waits on it."""
         ...
 
     async def load_steps(self, session: str, turn_id: str) -> dict[str, JsonValue]:

@@ -80,7 +80,7 @@ class ToolStepRunner:
         call = ToolCall(
             id=confirmed_call_id(answer.call_id), name=answer.tool, input=answer.arguments
         )
-        index = len(turn.transcript)
+        index = turn.next_index
         await turn.commit(
             StepCommit(
                 turn_id=turn.turn_id,
@@ -222,7 +222,7 @@ class ToolStepRunner:
             turn_id=turn.turn_id,
             step_id=f"tool:{anchor}:{call.id}",
             step_value=result,
-            messages=[(len(turn.transcript), message)],
+            messages=[(turn.next_index, message)],
             events=events,
             **extra,
         )

@@ -106,12 +106,17 @@ class TurnEnv:
 
 
 class TurnRunner:
-    def __init__(self, env: TurnEnv, turn: TurnRecord, transcript: list[Message]) -> None:
+    def __init__(
+        self, env: TurnEnv, turn: TurnRecord, transcript: list[Message], base: int = 0
+    ) -> None:
         self.env = env
         self.turn = turn
         self.session = turn.session
         self.turn_id = turn.turn_id
         self.transcript = transcript
+        """The recent end of the session's transcript (from a turn's opening): what the model
+        sees. Message indexes and the step ids keyed by them are absolute: `base` + position."""
+        self.base = base
         self.cancellation = CancellationSignal()
         if turn.cancel_reason:
             self.cancellation.cancel(turn.cancel_reason)
@@ -149,6 +154,11 @@ class TurnRunner:
         except TurnFailure as failed:
             return await self._fail(failed.message)
 
+    @property
+    def next_index(self) -> int:
+        """The index the session's next message gets."""
+        return self.base + len(self.transcript)
+
     def checkpoint(self) -> None:
         """A boundary where a requested cancellation takes effect."""
         if self.cancellation.cancelled:
@@ -175,8 +185,9 @@ class TurnRunner:
     def _position(self) -> tuple[int, list[ToolCall]] | None:
         """None → the model is owed a step; else the assistant index and its unanswered calls."""
         answered: set[str] = set()
-        for index in range(len(self.transcript) - 1, -1, -1):
-            message = self.transcript[index]
+        for position in range(len(self.transcript) - 1, -1, -1):
+            message = self.transcript[position]
+            index = self.base + position
             if isinstance(message, ToolMessage):
                 answered.add(message.call_id)
                 continue
@@ -216,7 +227,7 @@ class TurnRunner:
 
     def applied(self, commit: StepCommit) -> None:
         for index, message in commit.messages:
-            assert index == len(self.transcript), "transcript out of step with the store"
+            assert index == self.next_index, "transcript out of step with the store"
             self.transcript.append(message)
         if commit.step_id is not None:
             self.steps[commit.step_id] = commit.step_value
@@ -241,7 +252,7 @@ class TurnRunner:
         await self.commit(
             StepCommit(
                 turn_id=self.turn_id,
-                messages=[(len(self.transcript), opening)],
+                messages=[(self.next_index, opening)],
                 events=[started],
                 turn_status=TurnStatus.RUNNING,
                 session_status=SessionStatus.RUNNING,
@@ -283,7 +294,7 @@ class TurnRunner:
             for call in position[1]:
                 messages.append(
                     (
-                        len(self.transcript) + len(messages),
+                        self.next_index + len(messages),
                         ToolMessage(
                             turn_id=self.turn_id,
                             call_id=call.id,
@@ -397,7 +408,7 @@ class TurnRunner:
 
     async def _model_step(self) -> TurnResult | None:
         """Commit one model step; returns the result when the reply ends the turn."""
-        index = len(self.transcript)
+        index = self.next_index
         reply = await self._stream_reply()
         message = AssistantMessage(
             turn_id=self.turn_id,

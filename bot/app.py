@@ -320,6 +320,7 @@ async def open_bot(
         agent=chosen,
         run_turns=settings.run_turns,
         secrets=engine_secrets(settings),
+        context_messages=settings.context_messages,
         **options,
     )
     return SlackBot(

@@ -14,6 +14,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agent.anthropic_request import DEFAULT_MAX_TOKENS, DEFAULT_MODEL, MIN_THINKING_BUDGET
 from agent.redaction import password_in_url
+from agent.runtime import DEFAULT_CONTEXT_MESSAGES
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./data/bot.db"
 DEFAULT_AGENT_DIR = Path(__file__).resolve().parent.parent / "examples" / "ops_agent"
@@ -64,6 +65,8 @@ class Settings(BaseSettings):
     run_turns: bool = Field(default=True, alias="RUN_TURNS")
     """False: `bot serve` only acks and queues turns; `bot worker` processes run and render them."""
     worker_poll: float = Field(default=0.25, alias="WORKER_POLL_SECONDS")
+    context_messages: int = Field(default=DEFAULT_CONTEXT_MESSAGES, ge=1, alias="CONTEXT_MESSAGES")
+    """How much of a thread's history the model sees (see `agent.Runtime`)."""
     replace_in_flight: bool = Field(default=True, alias="REPLACE_IN_FLIGHT")
     """A newer message in a thread supersedes the unfinished reply (never a parked approval)."""
     reset_command: str = Field(default="/agent-reset", alias="RESET_COMMAND")

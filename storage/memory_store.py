@@ -38,6 +38,7 @@ from agent.seams import (
     SessionRecord,
     StepCommit,
     StoreHandle,
+    TranscriptTail,
     TurnKind,
     TurnRecord,
 )
@@ -48,6 +49,7 @@ from storage.json_text import load_json
 from storage.ledger_records import confirmation_answer, confirmation_record
 from storage.memory_state import NoHandle, RowIds, Rows, SessionState
 from storage.records import (
+    OPENING_ROLES,
     RESET_INPUT,
     encode_commit,
     encode_events,
@@ -184,6 +186,20 @@ class MemoryStore:
             state = self._sessions.get(session)
             bodies = [state.messages[i]["body"] for i in sorted(state.messages)] if state else []
         return [message_from_json(body) for body in bodies]
+
+    async def load_transcript_tail(self, session: str, at_least: int) -> TranscriptTail:
+        async with self._lock:
+            state = self._sessions.get(session)
+            rows = [state.messages[i] for i in sorted(state.messages)] if state else []
+        base = 0
+        for index in range(len(rows) - max(at_least, 1), 0, -1):
+            if rows[index]["role"] in OPENING_ROLES:
+                base = index
+                break
+        # Indexes are contiguous from 0 in a live generation, so a row's position is its index.
+        return TranscriptTail(
+            base=base, messages=[message_from_json(row["body"]) for row in rows[base:]]
+        )
 
     async def load_steps(self, session: str, turn_id: str) -> dict[str, JsonValue]:
         async with self._lock:

@@ -26,6 +26,9 @@ from agent.turn_input import TurnInput
 from storage.json_text import canonical_json, dump_json, load_json
 from storage.ledger_records import Row, confirmation_values, fact_values
 
+OPENING_ROLES = ("user", "trigger")
+"""Roles of the message that opens a turn (every turn's first message; no other has them)."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class MessageRow:

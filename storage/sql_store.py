@@ -34,6 +34,7 @@ from agent.seams import (
     SessionRecord,
     StepCommit,
     StoreHandle,
+    TranscriptTail,
     TurnKind,
     TurnRecord,
 )
@@ -176,6 +177,11 @@ class SqlStore:
 
     async def load_transcript(self, session: str) -> list[Message]:
         return await self._x.read(lambda c: sql_turns.load_transcript(c, session))
+
+    async def load_transcript_tail(self, session: str, at_least: int) -> TranscriptTail:
+        return await self._x.read(
+            lambda c: sql_turns.load_transcript_tail(c, session, at_least), urgent=True
+        )
 
     async def load_steps(self, session: str, turn_id: str) -> dict[str, JsonValue]:
         return await self._x.read(lambda c: sql_turns.load_steps(c, session, turn_id))

@@ -19,9 +19,18 @@ from sqlalchemy.exc import IntegrityError
 from agent.errors import ResumeConflictError, SessionSuspendedError, StepConflictError
 from agent.events import TurnEvent, event_from_json
 from agent.messages import JsonValue, Message, message_from_json
-from agent.seams import UNFINISHED, SessionRecord, SessionStatus, TurnKind, TurnRecord, TurnStatus
+from agent.seams import (
+    UNFINISHED,
+    SessionRecord,
+    SessionStatus,
+    TranscriptTail,
+    TurnKind,
+    TurnRecord,
+    TurnStatus,
+)
 from storage.json_text import canonical_json, dump_json, load_json
 from storage.records import (
+    OPENING_ROLES,
     parked_on_other_turn,
     session_record,
     suspended_message,
@@ -246,6 +255,32 @@ def load_transcript(conn: Connection, session: str) -> list[Message]:
         select(messages.c.body).where(messages.c.session_key == session).order_by(messages.c.idx)
     )
     return [message_from_json(body) for body in conn.execute(query).scalars()]
+
+
+def load_transcript_tail(conn: Connection, session: str, at_least: int) -> TranscriptTail:
+    """Three index range reads on the primary key, none of which grows with the transcript:
+    the last index, the opening at or before the window's first message (a walk back over one
+    turn at most), then the rows from there."""
+    in_session = messages.c.session_key == session
+    last = conn.execute(select(func.max(messages.c.idx)).where(in_session)).scalar()
+    if last is None:
+        return TranscriptTail(base=0, messages=[])
+    base = 0
+    first_wanted = int(last) + 1 - max(at_least, 1)
+    if first_wanted > 0:
+        opening = conn.execute(
+            select(messages.c.idx)
+            .where(in_session, messages.c.idx <= first_wanted, messages.c.role.in_(OPENING_ROLES))
+            .order_by(messages.c.idx.desc())
+            .limit(1)
+        ).scalar()
+        base = int(opening) if opening is not None else 0
+    query = (
+        select(messages.c.body).where(in_session, messages.c.idx >= base).order_by(messages.c.idx)
+    )
+    return TranscriptTail(
+        base=base, messages=[message_from_json(body) for body in conn.execute(query).scalars()]
+    )
 
 
 def load_steps(conn: Connection, session: str, turn_id: str) -> dict[str, JsonValue]:

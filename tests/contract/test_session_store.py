@@ -21,7 +21,15 @@ from agent.errors import (
     StepConflictError,
 )
 from agent.events import ActionCompleted, MessageDelta, TurnCancelled, TurnCompleted, TurnStarted
-from agent.messages import AssistantMessage, TextBlock, ToolMessage, UserMessage
+from agent.messages import (
+    AssistantMessage,
+    Message,
+    TextBlock,
+    ToolCall,
+    ToolMessage,
+    TriggerMessage,
+    UserMessage,
+)
 from agent.seams import (
     Lease,
     SessionStatus,
@@ -368,6 +376,49 @@ async def test_duplicate_step_or_message_conflicts_and_commits_nothing(
         NOW,
     )
     assert [e.seq for e in nxt] == [2]
+
+
+def _conversation() -> list[Message]:
+    """Three turns: a (0-3, a tool call), b (4-5), c (6-10, opened by a trigger, two calls)."""
+
+    def said(turn: str, text: str) -> AssistantMessage:
+        return AssistantMessage(turn_id=turn, content=(TextBlock(text=text),), stop_reason="end")
+
+    def calls(turn: str, *ids: str) -> AssistantMessage:
+        content = tuple(ToolCall(id=i, name="lookup", input={"q": i}) for i in ids)
+        return AssistantMessage(turn_id=turn, content=content, stop_reason="tool_use")
+
+    def result(turn: str, call: str) -> ToolMessage:
+        return ToolMessage(turn_id=turn, call_id=call, name="lookup", result=call)
+
+    return [
+        UserMessage(turn_id="a", text="first"),
+        calls("a", "a1"),
+        result("a", "a1"),
+        said("a", "done a"),
+        UserMessage(turn_id="b", text="second"),
+        said("b", "done b"),
+        TriggerMessage(turn_id="c", text="scheduled", by="clock", kind="schedule"),
+        calls("c", "c1", "c2"),
+        result("c", "c1"),
+        result("c", "c2"),
+        said("c", "done c"),
+    ]
+
+
+async def test_the_transcript_tail_starts_where_a_turn_starts(store: SessionStore) -> None:
+    empty = await store.load_transcript_tail(S, 5)
+    assert (empty.base, empty.messages) == (0, [])
+    lease = await _queued_with_lease(store)
+    conversation = _conversation()
+    for idx, message in enumerate(conversation):
+        commit = StepCommit(turn_id="t1", messages=[(idx, message)])
+        await store.commit(lease, commit, TTL, NOW + 1)
+    # at least n of the latest, back to the opening of the turn the earliest belongs to
+    for at_least, base in [(1, 6), (5, 6), (6, 4), (7, 4), (8, 0), (11, 0), (500, 0)]:
+        tail = await store.load_transcript_tail(S, at_least)
+        assert (tail.base, tail.messages) == (base, conversation[base:]), at_least
+    assert await store.load_transcript(S) == conversation
 
 
 async def test_read_events_after_seq_with_limit(store: SessionStore) -> None:
