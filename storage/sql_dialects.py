@@ -33,6 +33,8 @@ __all__ = [
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 POSTGRES_POOL_SIZE = 10
+SQLITE_GROUP_COMMIT = 64
+"""Write transactions queued on the SQLite store's thread that commit together (one fsync)."""
 """Connections per PostgreSQL engine, and threads per store executor: ten, not SQLAlchemy's
 five, because a web process's acks (`bot.listeners.ACKS_IN_FLIGHT`) and a worker's concurrent
 sessions would otherwise queue or open and close overflow connections."""
@@ -86,7 +88,11 @@ class SqliteDialect(SqlDialect):
         engine = create_engine(self.url)
         _configure(engine)
         return ThreadExecutor(
-            engine, name="sqlite-store", keep_connection=True, database=self.label
+            engine,
+            name="sqlite-store",
+            keep_connection=True,
+            database=self.label,
+            group_writes=SQLITE_GROUP_COMMIT,
         )
 
     def create_engine(self) -> AsyncEngine:

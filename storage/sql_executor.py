@@ -11,6 +11,9 @@ stop every ack, lease heartbeat and renderer of the process meanwhile.
   (about twenty per commit), and those hand-offs, not SQLite, were most of a step's cost. One
   connection also suits SQLite's single writer: the store's writes queue up in-process instead of
   contending for the file lock.
+  Step commits that queue up behind one another (many sessions' turns at once) commit together:
+  one transaction and one fsync for the group, each body in a savepoint of its own, so one that
+  fails is rolled back alone (`ThreadExecutor._commit_group`).
 - PostgreSQL: psycopg 3's sync driver on as many threads as the pool has connections, each
   transaction on a connection checked out of the pool (so the dialect's ping of a connection idle
   for a while runs at checkout, as before). PostgreSQL runs transactions side by side; when every
@@ -95,11 +98,17 @@ class ThreadExecutor:
         threads: int = 1,
         keep_connection: bool = False,
         database: str | None = None,
+        group_writes: int = 1,
     ) -> None:
         """`database`: how errors name the database (the URL as configured, password hidden);
-        by default the engine's URL."""
+        by default the engine's URL. `group_writes` > 1 (one thread only): write transactions
+        waiting in the queue when the thread comes free commit together, up to that many, each
+        in a savepoint of its own (see `_commit_group`)."""
         if threads < 1:
             raise ValueError("a ThreadExecutor needs at least one thread")
+        if group_writes > 1 and threads != 1:
+            raise ValueError("group commit is for a one-thread executor (SQLite)")
+        self._group_writes = group_writes
         self._engine = engine
         self._database = database or database_label(engine.url)
         self._name = name
@@ -131,7 +140,9 @@ class ThreadExecutor:
         return await self._hop(_URGENT if urgent else _BACKGROUND, self._transaction, body, False)
 
     async def write(self, body: Callable[[Connection], R], *, urgent: bool = False) -> R:
-        return await self._hop(_URGENT if urgent else _BACKGROUND, self._transaction, body, True)
+        return await self._hop(
+            _URGENT if urgent else _BACKGROUND, self._transaction, body, True, write_body=body
+        )
 
     async def close(self) -> None:
         """After everything already queued; the threads end with it, the last one disposing of
@@ -143,13 +154,20 @@ class ThreadExecutor:
             return
         await asyncio.gather(*(self._hop(_LAST, self._retire) for _ in range(started)))
 
-    async def _hop(self, priority: int, fn: Callable[..., R], *args: object) -> R:
+    async def _hop(
+        self,
+        priority: int,
+        fn: Callable[..., R],
+        *args: object,
+        write_body: Callable[[Connection], R] | None = None,
+    ) -> R:
         # The caller's context goes along (as `asyncio.to_thread` does), so a local tool running
         # in the transaction sees the turn's context variables (logging, tracing).
         context = contextvars.copy_context()
         future: concurrent.futures.Future[R] = concurrent.futures.Future()
         call = functools.partial(context.run, fn, *args)
-        self._lanes[0 if priority == _URGENT else 1].append(_Job(priority, future, call))
+        job = _Job(priority, future, call, context, write_body)
+        self._lanes[0 if priority == _URGENT else 1].append(job)
         if priority != _LAST:
             self._find_thread()
         self._wake.put(None)
@@ -176,7 +194,13 @@ class ThreadExecutor:
         while True:
             self._wake.get()
             with self._lock:
+                if not urgent and not background:
+                    continue  # this token's job went out with an earlier group
                 job = urgent.popleft() if urgent else background.popleft()
+                group = self._more_writes(job)
+            if group:
+                self._commit_group([job, *group])
+                continue
             if job.future.set_running_or_notify_cancel():
                 try:
                     result = job.call()
@@ -189,17 +213,72 @@ class ThreadExecutor:
             with self._lock:
                 self._idle += 1
 
+    def _more_writes(self, first: _Job) -> list[_Job]:
+        """The write transactions queued behind `first` (a write), urgent ones first, to commit
+        with it; empty unless group commit is on. Called holding the lock."""
+        if self._group_writes < 2 or first.write_body is None:
+            return []
+        taken: list[_Job] = []
+        for lane in self._lanes:
+            while lane and lane[0].write_body is not None and len(taken) + 1 < self._group_writes:
+                taken.append(lane.popleft())
+        return taken
+
+    def _commit_group(self, jobs: list[_Job]) -> None:
+        """Group commit: one transaction, one fsync, for write transactions that were waiting
+        anyway (SQLite has one writer). Each body runs in a savepoint of its own, so one that
+        raises (a lost lease, a local tool's error, a duplicate step) is rolled back alone and
+        gets its exception; the others commit together, and none hears back before the group's
+        COMMIT is durable. If that COMMIT fails, every body in the group gets the error, as each
+        would have alone."""
+        running = [job for job in jobs if job.future.set_running_or_notify_cancel()]
+        outcomes: list[tuple[_Job, bool, Any]] = []
+        conn: Connection | None = None
+        try:
+            conn = self._connection()
+            conn.execution_options(**{WRITE_OPTION: True})
+            with conn.begin():
+                for job in running:
+                    assert job.write_body is not None
+                    assert job.context is not None
+                    try:
+                        with conn.begin_nested():
+                            value = job.context.run(job.write_body, conn)
+                    except Exception as exc:
+                        if conn.invalidated or is_unavailable(exc):
+                            raise  # the database, not this body: the whole group fails
+                        outcomes.append((job, False, exc))
+                    else:
+                        outcomes.append((job, True, value))
+        except BaseException as exc:
+            error: BaseException = exc
+            lost = conn is not None and conn.invalidated
+            plain = isinstance(exc, Exception) and not isinstance(exc, StoreUnavailableError)
+            if plain and (is_unavailable(exc) or lost):
+                error = self._unavailable(exc)
+            for job in running:
+                job.future.set_exception(error)
+            return
+        for job, ok, value in outcomes:
+            if ok:
+                job.future.set_result(value)
+            else:
+                job.future.set_exception(value)
+
+    def _connection(self) -> Connection:
+        kept: Connection | None = getattr(self._local, "connection", None)
+        if kept is None or kept.closed or kept.invalidated:
+            if kept is not None:
+                kept.close()
+            kept = self._local.connection = self._engine.connect()
+        return kept
+
     def _transaction(self, body: Callable[[Connection], R], write: bool) -> R:
         try:
             if not self._keep_connection:
                 with self._engine.connect() as conn:
                     return self._run(conn, body, write)
-            kept: Connection | None = getattr(self._local, "connection", None)
-            if kept is None or kept.closed or kept.invalidated:
-                if kept is not None:
-                    kept.close()
-                kept = self._local.connection = self._engine.connect()
-            return self._run(kept, body, write)
+            return self._run(self._connection(), body, write)
         except StoreUnavailableError:
             raise
         except Exception as exc:
@@ -251,3 +330,6 @@ class _Job:
     priority: int
     future: concurrent.futures.Future[Any]
     call: Callable[[], Any]
+    context: contextvars.Context | None = None
+    write_body: Callable[[Connection], Any] | None = None
+    """Set for a write transaction: what group commit runs in a savepoint."""

@@ -5,13 +5,15 @@ several threads (PostgreSQL) transactions run side by side, on threads started a
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import Connection
 
+from storage.sql_dialects import dialect_for
 from storage.sql_executor import ThreadExecutor
 
 
@@ -158,3 +160,96 @@ async def test_close_ends_every_thread_and_closes_the_pool(tmp_path: Path) -> No
         thread.join(5)
         assert not thread.is_alive()
     assert engine.pool.checkedin() == 0
+
+
+# -- group commit (SQLite) ------------------------------------------------------------------
+
+
+@pytest.fixture
+async def grouping(tmp_path: Path):
+    """The SQLite store's own executor (its dialect's setup), which commits queued writes
+    together."""
+    made = dialect_for(f"sqlite+aiosqlite:///{tmp_path / 'g.db'}").executor()
+    assert isinstance(made, ThreadExecutor)
+    await made.write(lambda c: c.execute(text("CREATE TABLE log (name TEXT UNIQUE)")))
+    yield made
+    await made.close()
+
+
+async def _running_until(executor: ThreadExecutor, gate: threading.Event) -> asyncio.Task[str]:
+    """A write that holds the thread until `gate`, started before anything queues behind it
+    (so nothing is grouped with it)."""
+    entered = threading.Event()
+
+    def body(conn: Connection) -> str:
+        entered.set()
+        return _logging("running", gate)(conn)
+
+    task = asyncio.create_task(executor.write(body))
+    assert await asyncio.to_thread(entered.wait, 10)
+    return task
+
+
+def _commits(executor: ThreadExecutor) -> list[int]:
+    counted = [0]
+    event.listen(executor._engine, "commit", lambda conn: counted.__setitem__(0, counted[0] + 1))
+    return counted
+
+
+async def test_queued_writes_commit_together_and_a_failing_one_alone_rolls_back(
+    grouping: ThreadExecutor,
+) -> None:
+    commits = _commits(grouping)
+    gate = threading.Event()
+    busy = await _running_until(grouping, gate)
+
+    def failing(conn: Connection) -> None:
+        conn.execute(text("INSERT INTO log (name) VALUES ('from the failing one')"))
+        raise RuntimeError("this one fails")
+
+    names = [f"step {i}" for i in range(5)]
+    queued = [asyncio.create_task(grouping.write(_logging(n))) for n in names[:2]]
+    queued.append(asyncio.create_task(grouping.write(failing)))
+    queued += [asyncio.create_task(grouping.write(_logging(n))) for n in names[2:]]
+    duplicate = asyncio.create_task(grouping.write(_logging("step 0")))
+    await _queued(grouping, 7)
+    gate.set()
+    assert await busy == "running"
+    outcomes = await asyncio.gather(*queued, duplicate, return_exceptions=True)
+    assert outcomes[:2] == names[:2]
+    assert isinstance(outcomes[2], RuntimeError)
+    assert outcomes[3:6] == names[2:]
+    assert "UNIQUE" in str(outcomes[6])  # a duplicate step fails alone, as it would by itself
+    assert await _log(grouping) == ["running", *names]
+    assert commits[0] == 2, "the seven queued writes committed in one transaction"
+
+
+async def test_each_write_in_a_group_sees_its_own_callers_context(
+    grouping: ThreadExecutor,
+) -> None:
+    who = contextvars.ContextVar[str]("who")
+    gate = threading.Event()
+    busy = await _running_until(grouping, gate)
+
+    async def write_as(name: str) -> str:
+        who.set(name)
+        return await grouping.write(lambda conn: who.get())
+
+    writers = [asyncio.create_task(write_as(f"turn {i}")) for i in range(3)]
+    await _queued(grouping, 3)
+    gate.set()
+    await busy
+    assert await asyncio.gather(*writers) == ["turn 0", "turn 1", "turn 2"]
+
+
+async def test_reads_are_never_grouped_with_writes(grouping: ThreadExecutor) -> None:
+    gate = threading.Event()
+    busy = await _running_until(grouping, gate)
+    first = asyncio.create_task(grouping.write(_logging("a")))
+    read = asyncio.create_task(_log(grouping))
+    second = asyncio.create_task(grouping.write(_logging("b")))
+    await _queued(grouping, 3)
+    gate.set()
+    await asyncio.gather(busy, first, second)
+    # the read ran in its own transaction, in its place in the queue: after "a", before "b"
+    assert await read == ["running", "a"]
