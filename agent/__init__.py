@@ -90,7 +90,7 @@ from agent.seams import (
     TurnStatus,
 )
 from agent.session import AgentSession, ResetResult, grant_answer, grant_confirmation
-from agent.sinks import EventHub, RecordingSink
+from agent.sinks import EventHub, EventRelay, RecordingSink
 from agent.tool_context import ToolContext
 from agent.tools import Tool, tool
 from agent.turn_input import InboundEvent, Speaker, Trigger, TurnInput
@@ -122,6 +122,7 @@ __all__ = [
     "EffectNotAppliedError",
     "EffectUncertainError",
     "EventHub",
+    "EventRelay",
     "EventSink",
     "FactRecord",
     "FatalToolError",

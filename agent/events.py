@@ -29,11 +29,17 @@ class TurnStarted(_Event):
 
 
 class MessageDelta(_Event):
-    """Live only. `restart` tells a renderer to discard the partial text: the call was retried."""
+    """Live only. `restart` tells a renderer to discard the partial text: the call was retried.
+
+    `after` is set on a delta relayed from another process (`EventHub.deliver`): the seq of the
+    newest durable event of the session that process emitted before it, which an observer here
+    may never have seen. 0 on a delta emitted in this process, whose observers saw the events
+    before it in order."""
 
     type: Literal["message.delta"] = "message.delta"
     text: str
     restart: bool = False
+    after: int = 0
 
 
 class MessageCompleted(_Event):

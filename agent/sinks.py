@@ -7,6 +7,10 @@ turn on a delta, say) is heard at the turn's next checkpoint. One that takes lon
 hub's `patience` is not waited for any further: the turn goes on, and that observer gets this
 event and every later one in order, as fast as it takes them, nothing dropped (held in memory
 meanwhile: one stuck for good should unsubscribe). Once it has caught up it is awaited again.
+
+Across processes, a hub connected to an `EventRelay` sends each event it emits to the other
+processes, and `deliver`s theirs, for the sessions observed here, to its observers: a renderer
+or `session.observe` sees a turn run elsewhere as it sees one run here.
 """
 
 from __future__ import annotations
@@ -14,15 +18,17 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Awaitable, Callable
 from functools import partial
+from typing import Protocol, TypeVar
 
 from agent.events import TurnEvent
 from agent.seams import EventSink
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
 Observer = Callable[[TurnEvent], Awaitable[None] | None]
 Unsubscribe = Callable[[], None]
 
@@ -108,6 +114,26 @@ def _settle(handled: asyncio.Future[None], _: object = None) -> None:
         handled.set_result(None)
 
 
+class EventRelay(Protocol):
+    """Live events to and from other processes (`storage.redis_events.RedisEventRelay`).
+
+    Only ever a speed-up: what is durable is in the session's log, and a live delta lost costs
+    only its early display, so a relay may drop events. It must never block or fail a turn.
+    """
+
+    def publish(self, event: TurnEvent) -> None:
+        """Send an event this process emitted to the others; returns at once, never raises."""
+        ...
+
+    def watch(self, session: str) -> None:
+        """`session` has its first observer here: deliver other processes' events of it."""
+        ...
+
+    def unwatch(self, session: str) -> None:
+        """`session`'s last observer here left: its events need not come here any more."""
+        ...
+
+
 class EventHub:
     """An `EventSink` that forwards each event to matching subscribers and an optional sink.
 
@@ -123,21 +149,60 @@ class EventHub:
             _Subscription(downstream.emit, None, None, "sink") if downstream is not None else None
         )
         self._patience = patience
+        self._relay: EventRelay | None = None
+        self._watched: Counter[str] = Counter()
+        """Subscriptions per session: what a relay is asked to bring here."""
+
+    def connect(self, relay: EventRelay | None) -> None:
+        """Send this hub's events to other processes through `relay`, and take theirs for the
+        sessions observed here (now and later); None disconnects."""
+        previous, self._relay = self._relay, relay
+        for session in self._watched:
+            if previous is not None:
+                _tell(previous.unwatch, session)
+            if relay is not None:
+                _tell(relay.watch, session)
 
     def subscribe(
         self, callback: Observer, *, session: str | None = None, turn_id: str | None = None
     ) -> Unsubscribe:
+        """Observe the events emitted here, and, for a `session`, those a connected relay brings
+        from other processes (an observer of every session gets only the latter of watched
+        sessions)."""
         sub = _Subscription(callback, session, turn_id, "observer")
         self._subs.append(sub)
+        if session is not None:
+            self._watched[session] += 1
+            if self._watched[session] == 1 and self._relay is not None:
+                _tell(self._relay.watch, session)
 
         def unsubscribe() -> None:
             sub.close()
             if sub in self._subs:
                 self._subs.remove(sub)
+                if session is not None:
+                    self._forget(session)
 
         return unsubscribe
 
+    def _forget(self, session: str) -> None:
+        self._watched[session] -= 1
+        if self._watched[session] <= 0:
+            del self._watched[session]
+            if self._relay is not None:
+                _tell(self._relay.unwatch, session)
+
+    def deliver(self, event: TurnEvent) -> None:
+        """An event another process emitted (a relay calls this): offered to the matching
+        observers, in order with the rest, without waiting for them, since no turn of this
+        process waits on it. It goes no further: not back to the relay, and not to the host's
+        sink, which gets this process's own events only."""
+        for sub in [sub for sub in self._subs if sub.wants(event)]:
+            sub.offer(event)
+
     async def emit(self, event: TurnEvent) -> None:
+        if self._relay is not None:
+            _tell(self._relay.publish, event)
         targets = [sub for sub in self._subs if sub.wants(event)]
         if self._downstream is not None:
             targets.append(self._downstream)
@@ -159,6 +224,14 @@ class EventHub:
                 self._patience,
                 event.type,
             )
+
+
+def _tell(send: Callable[[T], None], what: T) -> None:
+    """A relay must not raise; one that does is logged, and the turn goes on."""
+    try:
+        send(what)
+    except Exception:
+        log.exception("the event relay failed; live events may not reach other processes")
 
 
 class RecordingSink:

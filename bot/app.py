@@ -30,6 +30,7 @@ from starlette.routing import Route
 
 if TYPE_CHECKING:
     from storage.redis_dispatch import RedisDispatcher
+    from storage.redis_events import RedisEventRelay
 
 from agent import Agent, Runtime
 from agent.seams import Model, SessionStore
@@ -117,6 +118,7 @@ class SlackBot:
         self._started = False
         self._dispatcher: RedisDispatcher | None = None
         self._serving: asyncio.Task[None] | None = None
+        self._relay: RedisEventRelay | None = None
 
     async def start(self) -> None:
         if not self._started:
@@ -129,16 +131,26 @@ class SlackBot:
                 self.renderers.kick(key)
 
     def _start_dispatch(self, url: str) -> None:
-        """With Redis, what one process queues or cancels reaches the workers at once; without
-        it (or while it is down) they find out by polling the database, which stays the record."""
+        """With Redis, what one process queues or cancels reaches the workers at once, and the
+        live events of a turn reach the process rendering its thread (or observing it) as they
+        happen; without it (or while it is down) workers find the work by polling the database,
+        which stays the record, and a reply rendered elsewhere shows as its steps commit."""
         from storage.redis_dispatch import RedisDispatcher
+        from storage.redis_events import RedisEventRelay
 
-        self._dispatcher = RedisDispatcher(url)
+        prefix = self.settings.redis_prefix
+        self._dispatcher = RedisDispatcher(
+            url, stream=f"{prefix}:turns", group=f"{prefix}:workers", channel=f"{prefix}:cancel"
+        )
         self.runtime.attach(self._dispatcher)
         if self.runtime.run_turns:
             self._serving = asyncio.create_task(self._dispatcher.serve(self.runtime))
+        self._relay = RedisEventRelay(url, prefix=f"{prefix}:events:")
+        self._relay.attach(self.runtime)
 
     async def close(self) -> None:
+        if self._relay is not None:
+            await self._relay.close()
         if self._dispatcher is not None:
             await self._dispatcher.close()
         if self._serving is not None:

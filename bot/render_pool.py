@@ -89,9 +89,14 @@ class RendererPool:
 
         def on_event(event: TurnEvent) -> None:
             # Each live event carries the newest durable seq seen before it, so the renderer can
-            # tell a delta that a committed event has already covered.
+            # tell a delta that a committed event has already covered. A delta relayed from the
+            # process running the turn names it (`after`): this subscription may have begun
+            # after that event went by. (The relay passes on only deltas that leave no hole in
+            # their step, so such a delta is as good as a local one.)
             if event.seq > 0:
                 horizon[0] = max(horizon[0] or 0, event.seq)
+            elif event.type == "message.delta" and event.after > 0:
+                horizon[0] = max(horizon[0] or 0, event.after)
             queue.put_nowait((event, horizon[0]))
 
         unsubscribe = self.runtime.hub.subscribe(on_event, session=key)

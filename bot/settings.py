@@ -36,6 +36,10 @@ class Settings(BaseSettings):
 
     database_url: str = Field(default=DEFAULT_DATABASE_URL, alias="DATABASE_URL")
     redis_url: str | None = Field(default=None, alias="REDIS_URL")
+    redis_prefix: str = Field(default="bot", min_length=1, alias="REDIS_PREFIX")
+    """Names everything the bot keeps in Redis: `<prefix>:turns` (stream), `<prefix>:workers`
+    (its group), `<prefix>:cancel` and `<prefix>:events:<session>` (pub/sub channels). Bots
+    sharing one Redis need different prefixes."""
     slack_bot_token: SecretStr | None = Field(default=None, alias="SLACK_BOT_TOKEN")
     slack_signing_secret: SecretStr | None = Field(default=None, alias="SLACK_SIGNING_SECRET")
     slack_app_token: SecretStr | None = Field(default=None, alias="SLACK_APP_TOKEN")

@@ -21,39 +21,23 @@ import contextlib
 import json
 import logging
 import random
-import re
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 from redis.asyncio import Redis
 from redis.asyncio.client import PubSub
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import ResponseError
 
 from agent.runtime import Runtime
+from storage.redis_health import REWARN, UNREACHABLE, RedisHealth, redact
+
+__all__ = ["REWARN", "UNREACHABLE", "RedisDispatcher", "redact"]
 
 log = logging.getLogger(__name__)
 
-UNREACHABLE: tuple[type[Exception], ...] = (RedisError, OSError)
-"""What "Redis is down or misbehaving" looks like; anything else is a bug and keeps its stack."""
-
-REWARN = 300.0
-"""Seconds between repeated warnings while Redis stays down (a lasting outage is not one line)."""
-
 Entry = tuple[str, dict[str, str] | None]
-
-
-def redact(url: str) -> str:
-    """The URL fit for a log line: the password (in the authority or the query) replaced."""
-    netloc = urlsplit(url).netloc
-    userinfo, at, host = netloc.rpartition("@")
-    if at and ":" in userinfo:
-        user = userinfo.partition(":")[0]
-        url = url.replace(netloc, f"{user}:***@{host}", 1)
-    return re.sub(r"(?i)([?&]password=)[^&#]*", r"\1***", url)
 
 
 class RedisDispatcher:
@@ -77,15 +61,14 @@ class RedisDispatcher:
         are acknowledged at once, so only a backlog nobody reads is ever trimmed, and the sweep
         finds that work anyway. `claim_idle` is how long an unacknowledged entry waits before
         another worker takes it; `retry_min`/`retry_max` bound the reconnect back-off."""
-        self.where = redact(url)
+        self.health = RedisHealth(url, log, "workers fall back to the database sweep")
+        self.where = self.health.where
         self.stream, self.group, self.channel = stream, group, channel
         self.maxlen, self.batch = maxlen, batch
         self.block_ms = max(1, int(block * 1000))
         self.claim_idle_ms = max(0, int(claim_idle * 1000))
         self.claim_interval = claim_interval
         self.retry_min, self.retry_max = retry_min, retry_max
-        parts = urlsplit(url)
-        self._secrets = {s for s in (parts.password, unquote(parts.password or "")) if s}
         # One quick retry covers a pooled connection that died with a Redis restart; longer
         # outages are the back-off loop's business, not the client's.
         self._client: Redis = Redis.from_url(
@@ -96,8 +79,6 @@ class RedisDispatcher:
             health_check_interval=30,
             retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 1),
         )
-        self._healthy = True
-        self._warned_at = 0.0
         self._ready = {"dispatch": asyncio.Event(), "cancel": asyncio.Event()}
         self._stop = asyncio.Event()
         self._idle = asyncio.Event()
@@ -291,22 +272,7 @@ class RedisDispatcher:
     # health -------------------------------------------------------------------------------
 
     def _lost(self, what: str, err: Exception) -> None:
-        """A warning when an outage starts (and every `REWARN` seconds while it lasts), without
-        a stack (an outage is expected, not a bug) and without the password; the retries in
-        between only at debug level."""
-        text = str(err)
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        now = time.monotonic()
-        loud = self._healthy or now - self._warned_at >= REWARN
-        self._healthy, self._warned_at = False, now if loud else self._warned_at
-        log.log(
-            logging.WARNING if loud else logging.DEBUG,
-            "Redis at %s unavailable for %s (%s: %s); workers fall back to the database sweep",
-            *(self.where, what, type(err).__name__, text),
-        )
+        self.health.lost(what, err)
 
     def _back(self) -> None:
-        if not self._healthy:
-            self._healthy = True
-            log.info("Redis at %s reachable again", self.where)
+        self.health.back()

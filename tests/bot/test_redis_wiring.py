@@ -1,5 +1,6 @@
-"""With `REDIS_URL` set the bot attaches the Redis dispatcher and serves it; the reply still
-streams (the dispatcher only speeds up news between processes, the database stays the record)."""
+"""With `REDIS_URL` set the bot attaches the Redis dispatcher and serves it, and attaches the
+live-event relay (harmless in one process: its own events come back and are dropped); the reply
+still streams (both only speed up news between processes, the database stays the record)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ CHANNEL = "C0REDIS"
 REDIS = os.environ.get("BOT_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 
-async def test_bot_with_redis_url_attaches_the_dispatcher(db_url, launch, standin):  # type: ignore[no-untyped-def]
-    app = await launch(db_url, AGENT, model(SIMPLE), REDIS_URL=REDIS)
+async def test_bot_with_redis_url_attaches_the_dispatcher(db_url, launch, standin, redis_prefix):  # type: ignore[no-untyped-def]
+    app = await launch(db_url, AGENT, model(SIMPLE), REDIS_URL=REDIS, REDIS_PREFIX=redis_prefix)
     ts = await app.slack.mention("U0ALICE", "hello?", channel=CHANNEL)
     await eventually(lambda: any("agent." in m.text for m in replies(standin, CHANNEL)))
     await eventually(lambda: idle(standin, CHANNEL))
@@ -22,5 +23,9 @@ async def test_bot_with_redis_url_attaches_the_dispatcher(db_url, launch, standi
     assert app.bot.runtime._dispatcher is app.bot._dispatcher
     assert app.bot._serving is not None
     assert not app.bot._serving.done()
+    assert app.bot._dispatcher.stream == f"{redis_prefix}:turns"
+    assert app.bot._relay is not None
+    assert app.bot._relay.prefix == f"{redis_prefix}:events:"
+    assert app.bot.runtime.hub._relay is app.bot._relay
     turns = await app.turns(session_key("T0DEMO", CHANNEL, ts))
     assert [t.status.value for t in turns] == ["completed"]

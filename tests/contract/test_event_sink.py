@@ -12,8 +12,9 @@ The seam has two sides, and both are checked on each sink:
 `EventHub` fans out to observers a turn must neither fail because of nor wait long on: the last
 group checks that a failing or stuck observer (or sink) leaves the turn and the other observers
 alone and itself loses nothing, while a quick one is awaited (its reaction, a cancel say, is in
-place at the turn's next checkpoint). No Redis sink exists: Redis carries dispatch and cancel
-signals (`storage.redis_dispatch`), not events.
+place at the turn's next checkpoint). No Redis sink exists: the Redis event relay
+(`storage.redis_events`) is not a sink but hangs off the hub (`tests/unit/test_hub_relay.py`,
+`tests/integration/test_live_events.py`).
 """
 
 from __future__ import annotations

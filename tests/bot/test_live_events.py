@@ -1,0 +1,284 @@
+"""Live replies when the turn and its renderer are in different worker processes (web + two
+workers, `REDIS_URL` set): the deltas travel over Redis, so the reply still streams word by word.
+
+Which worker renders a thread is decided by its delivery lease (whichever render sweep takes it
+first) and which one runs the turn by the turn's lease, so with two workers both cases happen.
+Here it is made certain: one worker runs turns and renders nothing (`RendererPool.enabled`
+off), the other renders and runs no turn (`Runtime.run_turns` off). Each bot has its own engine,
+connections and hub, as separate processes have; nothing passes between them but the database
+and Redis.
+
+The model types one word at a time and waits (up to 5 s) until Slack shows it before the next:
+a word that reaches Slack only when the step commits is recorded as late. So "streamed before
+the commit" is decided by the order of events, not by timing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from agent import ScriptedReply
+from agent.scripted_model import opening_text
+from agent.seams import ModelEvent, ModelRequest, TextDelta
+from bot.app import SlackBot, open_bot
+from bot.asgi_server import BackgroundServer
+from bot.inbound import session_key
+from bot.testing import SlackDriver, SlackStandIn
+from bot.testing.workspace import Message
+from tests.bot.agents import AGENT
+from tests.bot.harness import FAST, RUNTIME_OPTIONS, SECRET, eventually, idle, settings_for
+from tests.support.tcp_proxy import TcpProxy
+
+pytestmark = [
+    pytest.mark.redis,
+    pytest.mark.parametrize("picked_db_url", ["postgres"], indirect=True),
+]
+
+CHANNEL = "C0LIVE"
+RELAY_LOG = "storage.redis_events"
+SHOW_WITHIN = 5.0
+
+
+@dataclass
+class Script:
+    words: list[str]
+    cut_before: int | None = None
+    """Index of the word before which `cut` is called (Redis goes away mid-step)."""
+    cut: Callable[[], None] = lambda: None
+    go: asyncio.Event = field(default_factory=asyncio.Event)
+    late: list[str] = field(default_factory=list)
+    """Words that did not show in Slack before the model went on (so: not before the commit)."""
+
+    @property
+    def text(self) -> str:
+        return "".join(self.words)
+
+
+class TypingModel:
+    """Per opening text, a script: once `go` is set, yields its words one at a time, each after
+    the previous one shows in the thread (words after a cut are not waited for)."""
+
+    def __init__(self, standin: SlackStandIn, scripts: dict[str, Script]) -> None:
+        self.standin = standin
+        self.scripts = scripts
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        script = self.scripts[opening_text(request.messages)]
+        async with asyncio.timeout(30):
+            await script.go.wait()
+        typed = ""
+        for index, word in enumerate(script.words):
+            if index == script.cut_before:
+                script.cut()
+            yield TextDelta(text=word)
+            typed += word
+            waits = script.cut_before is None or index < script.cut_before
+            if waits and not await self._shows(typed.strip()):
+                script.late.append(word)
+        yield ScriptedReply(text=script.text).reply()
+
+    async def _shows(self, text: str) -> bool:
+        try:
+            await eventually(
+                lambda: any(text in m.text for m in reply_messages(self.standin)),
+                within=SHOW_WITHIN,
+            )
+        except TimeoutError:
+            return False
+        return True
+
+
+def reply_messages(standin: SlackStandIn, thread_ts: str | None = None) -> list[Message]:
+    return [
+        m
+        for m in standin.bot_messages(CHANNEL)
+        if not m.blocks and (thread_ts is None or m.thread_ts == thread_ts)
+    ]
+
+
+def text_chunks(standin: SlackStandIn, ts: str) -> list[str]:
+    """The markdown text of every stream call that made message `ts`, in order."""
+    chunks: list[str] = []
+    for call in standin.calls:
+        if call.method not in ("chat.startStream", "chat.appendStream", "chat.stopStream"):
+            continue
+        if call.response.get("ts") != ts:
+            continue
+        for chunk in call.args.get("chunks") or []:
+            if chunk.get("type") == "markdown_text" and chunk.get("text"):
+                chunks.append(str(chunk["text"]))
+    return chunks
+
+
+@dataclass
+class Split:
+    """A web process, a worker that only runs turns and a worker that only renders."""
+
+    web: SlackBot
+    server: BackgroundServer
+    slack: SlackDriver
+    turns: SlackBot
+    render: SlackBot
+
+    async def stop(self) -> None:
+        await self.slack.aclose()
+        await self.server.stop()
+        await self.turns.close()
+        await self.render.close()
+
+
+@pytest.fixture
+async def open_split(
+    standin: SlackStandIn, redis_prefix: str
+) -> AsyncIterator[Callable[[str, Any, str], Awaitable[Split]]]:
+    """Opens the three bots on one database and one Redis (under this test's prefix)."""
+    opened: list[Split] = []
+
+    async def open_split(db_url: str, model: Any, redis_url: str) -> Split:
+        extra = {"REDIS_URL": redis_url, "REDIS_PREFIX": redis_prefix}
+
+        async def bot(run_turns: bool, worker: bool) -> SlackBot:
+            return await open_bot(
+                settings_for(db_url, standin, RUN_TURNS=run_turns, **extra),
+                agent=AGENT,
+                model=model,
+                runtime_options=dict(RUNTIME_OPTIONS),
+                render_settings=FAST,
+                worker=worker,
+            )
+
+        turns = await bot(True, True)
+        turns.renderers.enabled = False  # runs turns, renders nothing
+        render = await bot(True, True)
+        render.runtime.run_turns = False  # renders, runs no turn
+        await turns.start()
+        await render.start()
+        web = await bot(False, False)
+        server = await BackgroundServer(web.http_app()).start()
+        slack = SlackDriver(server.url, SECRET, standin=standin)
+        running = Split(web, server, slack, turns, render)
+        opened.append(running)
+        return running
+
+    try:
+        yield open_split
+    finally:
+        for running in opened:
+            await running.stop()
+
+
+async def mention_and_go(app: Split, text: str, script: Script) -> str:
+    """Mention the bot; once the rendering worker hears the thread's live events, let the model
+    type. Returns the thread's ts."""
+    ts = await app.slack.mention("U0ALICE", text, channel=CHANNEL)
+    relay = app.render._relay
+    assert relay is not None
+    async with asyncio.timeout(15):
+        await relay.wait_watching(session_key("T0DEMO", CHANNEL, ts))
+    script.go.set()
+    return ts
+
+
+async def finished_reply(standin: SlackStandIn, ts: str, text: str) -> Message:
+    await eventually(
+        lambda: any(text in m.text for m in reply_messages(standin, ts)) and idle(standin, CHANNEL),
+        within=30,
+    )
+    [reply] = reply_messages(standin, ts)
+    return reply
+
+
+# -- tests ------------------------------------------------------------------------------------
+
+
+async def test_a_reply_streams_word_by_word_from_a_turn_in_another_worker(
+    db_url: str, redis_url: str, standin: SlackStandIn, open_split: Any
+) -> None:
+    script = Script(["Alpha ", "beta ", "gamma ", "delta."])
+    app = await open_split(db_url, TypingModel(standin, {"count": script}), redis_url)
+    ts = await mention_and_go(app, "count", script)
+    reply = await finished_reply(standin, ts, script.text)
+
+    assert script.late == [], "these words reached Slack only when the step committed"
+    chunks = text_chunks(standin, reply.ts)
+    assert chunks == script.words, "one chunk per word, each before the commit"
+    assert reply.text == script.text, "the text once: the durable message added nothing"
+    turns = await app.web.runtime.store.list_turns(session_key("T0DEMO", CHANNEL, ts))
+    assert [t.status.value for t in turns] == ["completed"]
+
+
+async def test_a_delta_lost_on_the_way_never_shows_text_twice(
+    db_url: str, redis_url: str, standin: SlackStandIn, open_split: Any
+) -> None:
+    """Pub/sub is at-most-once. After a lost delta the renderer must not show the rest of the
+    step out of place: it waits for the step's commit, then shows the text once."""
+    script = Script(["Alpha ", "beta ", "gamma ", "delta."], cut_before=1)
+    app = await open_split(db_url, TypingModel(standin, {"count": script}), redis_url)
+    relay = app.turns._relay
+    assert relay is not None
+    send = relay._send
+    lost: list[bytes] = []
+
+    async def lossy(batch: list[tuple[bytes, bytes]]) -> None:
+        """Redis loses the message carrying "beta " (published, never delivered)."""
+        lost.extend(data for _, data in batch if b'"text":"beta "' in data)
+        await send([(channel, data) for channel, data in batch if data not in lost])
+
+    relay._send = lossy  # type: ignore[method-assign]
+    ts = await mention_and_go(app, "count", script)
+    reply = await finished_reply(standin, ts, script.text)
+
+    assert len(lost) == 1
+    assert script.late == [], "the word before the loss streamed"
+    assert reply.text == script.text, "shown once, in order"
+    assert text_chunks(standin, reply.ts)[0] == "Alpha "
+
+
+async def test_redis_going_away_mid_turn_loses_nothing_and_relaying_resumes(
+    db_url: str,
+    redis_url: str,
+    standin: SlackStandIn,
+    open_split: Any,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO)
+    target = urlsplit(redis_url)
+    proxy = await TcpProxy.start(target.hostname or "127.0.0.1", target.port or 6379)
+    try:
+        first = Script(["One ", "two ", "three ", "four."], cut_before=1, cut=proxy.cut)
+        second = Script(["Five ", "six ", "seven."])
+        model = TypingModel(standin, {"first": first, "second": second})
+        via_proxy = target._replace(netloc=f"127.0.0.1:{proxy.port}").geturl()
+        app = await open_split(db_url, model, via_proxy)
+
+        ts1 = await mention_and_go(app, "first", first)
+        reply1 = await finished_reply(standin, ts1, first.text)
+        assert not proxy.up
+        turns = await app.web.runtime.store.list_turns(session_key("T0DEMO", CHANNEL, ts1))
+        assert [t.status.value for t in turns] == ["completed"]
+
+        await proxy.restore()
+        ts2 = await mention_and_go(app, "second", second)
+        reply2 = await finished_reply(standin, ts2, second.text)
+    finally:
+        await proxy.close()
+
+    assert first.late == [], "the word before the outage streamed"
+    assert reply1.text == first.text, "complete and once, from the durable log"
+    assert second.late == [], "relaying resumed once Redis was back"
+    assert reply2.text == second.text
+    assert text_chunks(standin, reply2.ts) == second.words
+    mine = [r for r in caplog.records if r.name == RELAY_LOG]
+    warnings = [r.getMessage() for r in mine if r.levelno == logging.WARNING]
+    publishing = [w for w in warnings if "publishing" in w]
+    assert len(publishing) == 1, warnings  # the worker running the turn: one line
+    assert len(warnings) == 2, warnings  # and the rendering worker, which was listening
+    assert all(r.exc_info is None for r in mine if r.levelno >= logging.WARNING)
+    assert any("reachable again" in r.getMessage() for r in mine)
