@@ -530,8 +530,16 @@ class SessionRenderer:
 
     async def _post_approval(self, ref: ApprovalRef, prompt: str, answerers: Any) -> None:
         existing = await self.delivery.get_post(ref.post_key)
-        if existing is not None and existing.ts:
-            return
+        if existing is not None and (existing.ts or existing.state != "posting"):
+            return  # posted, or settled by whoever answered it: never a second request
+        if existing is not None:
+            # Begun by a renderer that died before Slack's answer: Slack may have it.
+            found = await self.find_posted(existing.post_key, self.target, since=existing.opened_at)
+            if found is not None:
+                await self.delivery.update_post(
+                    PostUpdate(post_key=existing.post_key, ts=found, state="closed"), time.time()
+                )
+                return
         blocks = approval_blocks(ref, prompt, answerers)
         post = Post(
             post_key=ref.post_key,
