@@ -25,7 +25,15 @@ from slack_sdk.web.async_client import AsyncWebClient
 from agent import SessionStore, TurnEvent
 from agent.seams import TurnStatus
 from bot.approvals import ApprovalRef, answered_message, approval_blocks, confirmation_prompt
-from bot.reply_part import PartContent, ReplyPart, StreamPart, Target, UpdatePart, metadata_for
+from bot.reply_part import (
+    STATUS_TASK,
+    PartContent,
+    ReplyPart,
+    StreamPart,
+    Target,
+    UpdatePart,
+    metadata_for,
+)
 from bot.slack_calls import RateLimited, Refused, StreamGone, Uncertain, bot_identity, call
 from storage.delivery_store import DeliveryStore, Post, PostUpdate
 
@@ -100,6 +108,9 @@ class SessionRenderer:
         self._batch = _Batch()
         self._last_flush = 0.0
         self._renewed = 0.0
+        self._provisional: str | None = None
+        """The post key of a message recovery continues although its saved body is empty: the
+        log after the cursor fills it again, and if it fills it with nothing it is deleted."""
 
     # main loop ------------------------------------------------------------------------------
 
@@ -381,6 +392,11 @@ class SessionRenderer:
         view.step_live = ""
         if current is None:
             return
+        if current.post_key == self._provisional:
+            self._provisional = None
+            if current.ts is not None and not footer and _shows_nothing(current.content):
+                await self._delete(current.post_key, current.ts)
+                return
         if current.ts is None and not current.dirty and not footer:
             await self.delivery.update_post(
                 PostUpdate(post_key=current.post_key, state="empty"), time.time()
@@ -653,7 +669,13 @@ class SessionRenderer:
 
         The reply a crash left open is put back to its saved body and the turn's reply goes on
         in that same message (edited from now on: its stream cannot be resumed), so a crash
-        never splits one reply over two messages."""
+        never splits one reply over two messages.
+
+        Only one message is open when a batch is saved, so of several found open the first is
+        the one the log after the cursor goes on in. The others were opened after that save
+        (their saved bodies are empty) and the same events open them again, so they are
+        deleted; kept, they would end the first message early, at its saved body, and send the
+        rest of its reply to a new message below what the dead renderer had posted after it."""
         continued: tuple[Post, UpdatePart] | None = None
         for post in await self.delivery.posts(self.key, states=("posting", "open", "answered")):
             if post.state == "answered":
@@ -680,10 +702,14 @@ class SessionRenderer:
                     PostUpdate(post_key=post.post_key, ts=ts, state="closed"), time.time()
                 )
                 continue
+            empty = _shows_nothing(PartContent.from_body(post.body))
+            if continued is not None and empty:
+                await self._stop_stream(post.channel, ts)
+                await self._delete(post.post_key, ts)
+                continue
             if continued is not None:
                 await self._close_restored(*continued)
-            restored = await self._restore(post, ts)
-            continued = (post, restored) if restored is not None else None
+            continued = (post, await self._restore(post, ts))
         if continued is not None:
             post, part = continued
             self.view = TurnView(turn_id=post.turn_id, part=part, shown_any=True)
@@ -706,16 +732,16 @@ class SessionRenderer:
         )
 
     async def _close_restored(self, post: Post, part: UpdatePart) -> None:
+        if part.post_key == self._provisional and part.ts is not None:
+            self._provisional = None
+            await self._delete(part.post_key, part.ts)
+            return
         await self.delivery.update_post(
             PostUpdate(post_key=post.post_key, body=part.content.body(), state="closed"),
             time.time(),
         )
 
-    async def _restore(self, post: Post, ts: str) -> UpdatePart | None:
-        """The open message as its saved body says, ready to be edited on; None if it showed
-        nothing worth keeping (it is deleted)."""
-        content = PartContent.from_body(post.body)
-        channel = post.channel
+    async def _stop_stream(self, channel: str, ts: str) -> None:
         with contextlib.suppress(Refused, Uncertain):
             await self._patient(
                 "chat.stopStream",
@@ -723,18 +749,29 @@ class SessionRenderer:
                     "chat.stopStream", lambda: self.client.chat_stopStream(channel=channel, ts=ts)
                 ),
             )
-        if not content.shown.strip() and set(content.tasks) <= {"status"}:
-            with contextlib.suppress(Refused, Uncertain):
-                await self._patient(
-                    "chat.delete",
-                    lambda: call(
-                        "chat.delete", lambda: self.client.chat_delete(channel=channel, ts=ts)
-                    ),
-                )
-            await self.delivery.update_post(
-                PostUpdate(post_key=post.post_key, ts=ts, state="deleted"), time.time()
+
+    async def _delete(self, post_key: str, ts: str) -> None:
+        channel = self.target.channel
+        with contextlib.suppress(Refused, Uncertain):
+            await self._patient(
+                "chat.delete",
+                lambda: call(
+                    "chat.delete", lambda: self.client.chat_delete(channel=channel, ts=ts)
+                ),
             )
-            return None
+        await self.delivery.update_post(
+            PostUpdate(post_key=post_key, ts=ts, state="deleted"), time.time()
+        )
+
+    async def _restore(self, post: Post, ts: str) -> UpdatePart:
+        """The open message as its saved body says, ready to be edited on.
+
+        A message whose saved body shows nothing was opened after the last save: the log after
+        the cursor fills it again (the first edit rewrites it whole), so it keeps its place in
+        the thread, above whatever the dead renderer posted after it. It is deleted only if
+        those events leave it empty (`_close`)."""
+        content = PartContent.from_body(post.body)
+        await self._stop_stream(post.channel, ts)
         part = UpdatePart(
             self.client,
             self.target,
@@ -743,13 +780,21 @@ class SessionRenderer:
             content=content,
             min_interval=self.settings.flush_interval,
         )
-        await self._patient("chat.update", lambda: part.repair(ts))
+        if _shows_nothing(content):
+            self._provisional = post.post_key
+        else:
+            await self._patient("chat.update", lambda: part.repair(ts))
         part.ts = ts
         part.opened_at = post.opened_at
         await self.delivery.update_post(
             PostUpdate(post_key=post.post_key, ts=ts, state="open", mode=part.mode), time.time()
         )
         return part
+
+
+def _shows_nothing(content: PartContent) -> bool:
+    """No words and no step of the timeline (a "working on it" status is not one)."""
+    return not content.shown.strip() and set(content.tasks) <= {STATUS_TASK}
 
 
 def _title(name: str) -> str:
