@@ -91,7 +91,11 @@ class SessionRenderer:
         owner: str,
         cursor: int = 0,
         clock: Callable[[], float] = time.time,
+        leased_at: float | None = None,
     ) -> None:
+        """`leased_at`: when (`time.monotonic()`, taken before the write) the caller acquired
+        the session's delivery lease for this renderer; from then on every Slack call is made
+        under the lease (`_fence`). None: the caller holds no lease (a one-off notice)."""
         self.key = key
         self.target = target
         self.client = client
@@ -107,7 +111,8 @@ class SessionRenderer:
         self.status_ok: bool | None = None if target.thread_ts else False
         self._batch = _Batch()
         self._last_flush = 0.0
-        self._renewed = 0.0
+        self._fenced = leased_at is not None
+        self._renewed = leased_at if leased_at is not None else 0.0
         self._provisional: str | None = None
         """The post key of a message recovery continues although its saved body is empty: the
         log after the cursor fills it again, and if it fills it with nothing it is deleted."""
@@ -166,14 +171,28 @@ class SessionRenderer:
         return not any(t.status in (TurnStatus.QUEUED, TurnStatus.RUNNING) for t in turns)
 
     async def _renew(self) -> None:
-        now = self.clock()
-        if now - self._renewed < self.settings.lease_ttl / 3:
+        """Keep the delivery lease: renewed once a third of its ttl has passed since the last
+        renewal, timed from before that renewal's write (so this process never believes in more
+        lease than it has). Raises `LeaseLost` when another process holds it."""
+        began = time.monotonic()
+        if began - self._renewed < self.settings.lease_ttl / 3:
             return
         if not await self.delivery.acquire(
             self.key, self.owner, self.settings.lease_ttl, time.time()
         ):
             raise LeaseLost(self.key)
-        self._renewed = now
+        self._renewed = began
+
+    async def _fence(self) -> None:
+        """Before every Slack call: the lease is still ours, with at least two thirds of its ttl
+        left, so no other process can start rendering this thread before the call lands.
+
+        Renewing only between batches was not enough: a batch that took longer than the ttl (a
+        long catch-up after a restart, a slow Slack, a starved machine) outlived the lease, the
+        next worker's sweep took the thread over, and both rendered it at once: replies posted
+        twice, messages closed at stale bodies."""
+        if self._fenced:
+            await self._renew()
 
     # durable events ----------------------------------------------------------------------------
 
@@ -433,8 +452,10 @@ class SessionRenderer:
     # Slack ---------------------------------------------------------------------------------
 
     async def _patient(self, method: str, send: Callable[[], Awaitable[T]]) -> T:
-        """Wait out rate limits (the work stays queued); other failures propagate."""
+        """Wait out rate limits (the work stays queued); other failures propagate. Every
+        attempt is made under the lease (`_fence`)."""
         while True:
+            await self._fence()
             try:
                 return await call(method, send)
             except RateLimited as limited:
@@ -522,6 +543,7 @@ class SessionRenderer:
         """The stream stopped accepting appends: keep going in the same message by editing it."""
         if part.mode == "stream" and part.ts:
             ts = part.ts
+            await self._fence()
             with contextlib.suppress(Refused, Uncertain, RateLimited):
                 await call(
                     "chat.stopStream",

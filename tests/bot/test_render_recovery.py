@@ -9,6 +9,10 @@ that does its work first: Slack has the message, the bot never hears back) and c
 what SIGKILL does, nothing after that call runs. A second renderer then recovers the thread from
 the database and the rest of the log. The thread must read as if nothing had happened: every
 reply in one message, in order, and every approval once.
+
+The last test is the other way a renderer can overlap with its successor: not killed, only slow
+(a long batch, a rate limit, a starved machine) until its lease ran out and another process took
+the thread over. It must make no Slack call after that.
 """
 
 from __future__ import annotations
@@ -25,9 +29,9 @@ import pytest
 from agent import Runtime, SessionStore, TurnEvent
 from agent.seams import TurnRecord
 from bot.inbound import session_key
-from bot.renderer import SessionRenderer
+from bot.renderer import LeaseLost, RenderSettings, SessionRenderer
 from bot.reply_part import Target
-from bot.slack_calls import make_client
+from bot.slack_calls import make_render_client
 from bot.testing import SlackStandIn
 from bot.testing.workspace import Message
 from storage import SqlStore
@@ -63,17 +67,26 @@ class Thread:
     delivery: DeliveryStore
     standin: SlackStandIn
 
-    def renderer(self, store: Any, cursor: int = 0) -> SessionRenderer:
+    def renderer(
+        self,
+        store: Any,
+        cursor: int = 0,
+        *,
+        settings: RenderSettings = FAST,
+        owner: str = "test-renderer",
+        leased_at: float | None = None,
+    ) -> SessionRenderer:
         return SessionRenderer(
             key=KEY,
             target=Target(team=TEAM, channel=CHANNEL, thread_ts=THREAD, user_id="U0ALICE"),
-            client=make_client(TOKEN, self.standin.api_url),
+            client=make_render_client(TOKEN, self.standin.api_url),
             store=store,
             delivery=self.delivery,
             queue=asyncio.Queue(),
-            settings=FAST,
-            owner="test-renderer",
+            settings=settings,
+            owner=owner,
             cursor=cursor,
+            leased_at=leased_at,
         )
 
     async def killed_at(self, renderer: SessionRenderer, method: str, calls: int) -> None:
@@ -185,3 +198,29 @@ async def test_a_reply_shown_but_never_saved_keeps_its_place_above_the_approval(
     assert shape[0].startswith("Proposing a hold."), shape
     assert shape[1:] == ["approval", "The hold waits for your confirmation."], shape
     assert messages[1].ts == request.ts
+
+
+async def test_a_renderer_outlived_by_its_lease_makes_no_further_slack_call(
+    thread: Thread,
+) -> None:
+    """A renderer waits out a rate limit longer than its lease; meanwhile another process takes
+    the thread over. When the wait ends, the first one stops (`LeaseLost`) before calling Slack
+    again, instead of rendering the thread alongside its successor."""
+    settings = RenderSettings(flush_interval=0.1, poll_interval=0.1, lease_ttl=1.0)
+    leased_at = time.monotonic()
+    assert await thread.delivery.acquire(KEY, "slow-worker", 1.0, time.time())
+    slow = thread.renderer(
+        thread.store, settings=settings, owner="slow-worker", leased_at=leased_at
+    )
+    thread.standin.fail("assistant.threads.setStatus", "ratelimited", retry_after=3)
+
+    task = asyncio.create_task(slow.catch_up())
+    await eventually(lambda: thread.standin.calls, within=30)  # the rate-limited call
+    await asyncio.sleep(max(0.0, leased_at + 1.2 - time.monotonic()))
+    assert await thread.delivery.acquire(KEY, "next-worker", 60.0, time.time())
+
+    with pytest.raises(LeaseLost):
+        await asyncio.wait_for(task, 30)
+    assert [(c.method, c.status) for c in thread.standin.calls] == [
+        ("assistant.threads.setStatus", 429)
+    ]
