@@ -37,8 +37,13 @@ from storage.sql_schema import STORE_TABLES
 
 T = TypeVar("T")
 
-pytest_plugins = ("tests.support.loop_watch", "tests.support.anthropic_fixtures")
-"""`loop_watch`: fails a test that blocks its event loop; autouse in `integration` and `bot`."""
+pytest_plugins = (
+    "tests.support.loop_watch",
+    "tests.support.anthropic_fixtures",
+    "tests.support.private_services",
+)
+"""`loop_watch`: fails a test that blocks its event loop; autouse in `integration` and `bot`.
+`private_services`: `private_postgres` / `private_redis`, servers a test may restart."""
 
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 POSTGRES_FIXTURES = frozenset({"postgres_url", "postgres_database"})
