@@ -173,9 +173,12 @@ class AnswerHandler:
         body_json = dict(post.body) if post else {}
         body_json["answered"] = {"by": click.user, "accepted": click.accepted}
         await self._show(click, verdict_text(click.accepted, click.user), body_json, post)
-        if post is not None:
+        ts = _posted_as(post, click)
+        if post is not None and ts is not None:
+            # Closed only with its ts: a row closed without one would make the next renderer
+            # that re-applies the request post it a second time.
             await self.delivery.update_post(
-                PostUpdate(post_key=post.post_key, state="closed"), time.time()
+                PostUpdate(post_key=post.post_key, state="closed", ts=ts), time.time()
             )
 
     async def _apply(self, session: AgentSession, click: Click) -> None:
@@ -185,13 +188,15 @@ class AnswerHandler:
         ref = click.ref
         now = time.time()
         post = await self.delivery.get_post(ref.post_key)
+        ts = _posted_as(post, click)
         answered = (
             PostUpdate(
                 post_key=post.post_key,
                 body={**post.body, "answered": {"by": click.user, "accepted": click.accepted}},
                 state="answered",
+                ts=ts,
             )
-            if post is not None and post.ts
+            if post is not None and ts is not None
             else None
         )
         wake: Callable[[StoreHandle], None] | None = None
@@ -323,6 +328,19 @@ class AnswerHandler:
             )
         except SlackCallError as err:
             log.warning("could not tell the clicker", extra={"code": err.code})
+
+
+def _posted_as(post: Post | None, click: Click) -> str | None:
+    """The ts of the request's message: the recorded one, or, where the renderer that posted it
+    died before Slack's answer reached it (the row still `posting`), the clicked message, which
+    is that post (its buttons carry this request, and only its post puts them on a message)."""
+    if post is None:
+        return None
+    if post.ts:
+        return post.ts
+    if post.state == "posting" and post.channel == click.channel:
+        return click.message_ts
+    return None
 
 
 def _shown_in(post: Post | None, click: Click) -> bool:

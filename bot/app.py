@@ -43,7 +43,7 @@ from bot.renderer import RenderSettings
 from bot.request_checks import headers_well_formed, parse_payload, utf8
 from bot.resets import Resets
 from bot.settings import Settings
-from bot.slack_calls import make_client
+from bot.slack_calls import make_client, make_render_client
 from storage import SqlStore
 from storage.delivery_store import DeliveryStore
 
@@ -63,7 +63,9 @@ class SlackBot:
         clock: Callable[[], float] = time.time,
         owner: str | None = None,
         sweep_interval: float = 2.0,
+        render_client: AsyncWebClient | None = None,
     ) -> None:
+        """`render_client`: the renderers' own client (`make_render_client`), else `client`."""
         self.settings = settings
         self.agent = agent
         self.runtime = runtime
@@ -75,7 +77,7 @@ class SlackBot:
         self.renderers = RendererPool(
             runtime=runtime,
             delivery=delivery,
-            client=client,
+            client=render_client or client,
             settings=render_settings
             or RenderSettings(
                 stream_max_age=settings.stream_max_age,
@@ -324,7 +326,8 @@ async def open_bot(
         await opened.close()
         raise
     token = settings.slack_bot_token
-    client = make_client(token.get_secret_value() if token else "", settings.slack_api_url)
+    secret = token.get_secret_value() if token else ""
+    client = make_client(secret, settings.slack_api_url)
     options = runtime_options or ({"recovery_interval": settings.worker_poll} if worker else {})
     runtime = Runtime(
         opened,
@@ -341,6 +344,7 @@ async def open_bot(
         runtime=runtime,
         delivery=delivery,
         client=client,
+        render_client=make_render_client(secret, settings.slack_api_url),
         render_settings=render_settings,
         clock=clock,
         owner=owner,

@@ -118,6 +118,7 @@ class RendererPool:
             self._tasks.pop(key, None)
             raise
         try:
+            leased_at = time.monotonic()
             held = await self.delivery.acquire(
                 key, self.owner, self.settings.lease_ttl, time.time()
             )
@@ -143,6 +144,7 @@ class RendererPool:
                 owner=self.owner,
                 cursor=target.cursor,
                 clock=self.clock,
+                leased_at=leased_at,
             )
             await renderer.run(target.activity)
         except LeaseLost:

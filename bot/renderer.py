@@ -25,7 +25,15 @@ from slack_sdk.web.async_client import AsyncWebClient
 from agent import SessionStore, TurnEvent
 from agent.seams import TurnStatus
 from bot.approvals import ApprovalRef, answered_message, approval_blocks, confirmation_prompt
-from bot.reply_part import PartContent, ReplyPart, StreamPart, Target, UpdatePart, metadata_for
+from bot.reply_part import (
+    STATUS_TASK,
+    PartContent,
+    ReplyPart,
+    StreamPart,
+    Target,
+    UpdatePart,
+    metadata_for,
+)
 from bot.slack_calls import RateLimited, Refused, StreamGone, Uncertain, bot_identity, call
 from storage.delivery_store import DeliveryStore, Post, PostUpdate
 
@@ -83,7 +91,11 @@ class SessionRenderer:
         owner: str,
         cursor: int = 0,
         clock: Callable[[], float] = time.time,
+        leased_at: float | None = None,
     ) -> None:
+        """`leased_at`: when (`time.monotonic()`, taken before the write) the caller acquired
+        the session's delivery lease for this renderer; from then on every Slack call is made
+        under the lease (`_fence`). None: the caller holds no lease (a one-off notice)."""
         self.key = key
         self.target = target
         self.client = client
@@ -99,7 +111,11 @@ class SessionRenderer:
         self.status_ok: bool | None = None if target.thread_ts else False
         self._batch = _Batch()
         self._last_flush = 0.0
-        self._renewed = 0.0
+        self._fenced = leased_at is not None
+        self._renewed = leased_at if leased_at is not None else 0.0
+        self._provisional: str | None = None
+        """The post key of a message recovery continues although its saved body is empty: the
+        log after the cursor fills it again, and if it fills it with nothing it is deleted."""
 
     # main loop ------------------------------------------------------------------------------
 
@@ -155,14 +171,28 @@ class SessionRenderer:
         return not any(t.status in (TurnStatus.QUEUED, TurnStatus.RUNNING) for t in turns)
 
     async def _renew(self) -> None:
-        now = self.clock()
-        if now - self._renewed < self.settings.lease_ttl / 3:
+        """Keep the delivery lease: renewed once a third of its ttl has passed since the last
+        renewal, timed from before that renewal's write (so this process never believes in more
+        lease than it has). Raises `LeaseLost` when another process holds it."""
+        began = time.monotonic()
+        if began - self._renewed < self.settings.lease_ttl / 3:
             return
         if not await self.delivery.acquire(
             self.key, self.owner, self.settings.lease_ttl, time.time()
         ):
             raise LeaseLost(self.key)
-        self._renewed = now
+        self._renewed = began
+
+    async def _fence(self) -> None:
+        """Before every Slack call: the lease is still ours, with at least two thirds of its ttl
+        left, so no other process can start rendering this thread before the call lands.
+
+        Renewing only between batches was not enough: a batch that took longer than the ttl (a
+        long catch-up after a restart, a slow Slack, a starved machine) outlived the lease, the
+        next worker's sweep took the thread over, and both rendered it at once: replies posted
+        twice, messages closed at stale bodies."""
+        if self._fenced:
+            await self._renew()
 
     # durable events ----------------------------------------------------------------------------
 
@@ -381,6 +411,11 @@ class SessionRenderer:
         view.step_live = ""
         if current is None:
             return
+        if current.post_key == self._provisional:
+            self._provisional = None
+            if current.ts is not None and not footer and _shows_nothing(current.content):
+                await self._delete(current.post_key, current.ts)
+                return
         if current.ts is None and not current.dirty and not footer:
             await self.delivery.update_post(
                 PostUpdate(post_key=current.post_key, state="empty"), time.time()
@@ -417,8 +452,10 @@ class SessionRenderer:
     # Slack ---------------------------------------------------------------------------------
 
     async def _patient(self, method: str, send: Callable[[], Awaitable[T]]) -> T:
-        """Wait out rate limits (the work stays queued); other failures propagate."""
+        """Wait out rate limits (the work stays queued); other failures propagate. Every
+        attempt is made under the lease (`_fence`)."""
         while True:
+            await self._fence()
             try:
                 return await call(method, send)
             except RateLimited as limited:
@@ -506,6 +543,7 @@ class SessionRenderer:
         """The stream stopped accepting appends: keep going in the same message by editing it."""
         if part.mode == "stream" and part.ts:
             ts = part.ts
+            await self._fence()
             with contextlib.suppress(Refused, Uncertain, RateLimited):
                 await call(
                     "chat.stopStream",
@@ -530,8 +568,16 @@ class SessionRenderer:
 
     async def _post_approval(self, ref: ApprovalRef, prompt: str, answerers: Any) -> None:
         existing = await self.delivery.get_post(ref.post_key)
-        if existing is not None and existing.ts:
-            return
+        if existing is not None and (existing.ts or existing.state != "posting"):
+            return  # posted, or settled by whoever answered it: never a second request
+        if existing is not None:
+            # Begun by a renderer that died before Slack's answer: Slack may have it.
+            found = await self.find_posted(existing.post_key, self.target, since=existing.opened_at)
+            if found is not None:
+                await self.delivery.update_post(
+                    PostUpdate(post_key=existing.post_key, ts=found, state="closed"), time.time()
+                )
+                return
         blocks = approval_blocks(ref, prompt, answerers)
         post = Post(
             post_key=ref.post_key,
@@ -645,7 +691,13 @@ class SessionRenderer:
 
         The reply a crash left open is put back to its saved body and the turn's reply goes on
         in that same message (edited from now on: its stream cannot be resumed), so a crash
-        never splits one reply over two messages."""
+        never splits one reply over two messages.
+
+        Only one message is open when a batch is saved, so of several found open the first is
+        the one the log after the cursor goes on in. The others were opened after that save
+        (their saved bodies are empty) and the same events open them again, so they are
+        deleted; kept, they would end the first message early, at its saved body, and send the
+        rest of its reply to a new message below what the dead renderer had posted after it."""
         continued: tuple[Post, UpdatePart] | None = None
         for post in await self.delivery.posts(self.key, states=("posting", "open", "answered")):
             if post.state == "answered":
@@ -672,10 +724,14 @@ class SessionRenderer:
                     PostUpdate(post_key=post.post_key, ts=ts, state="closed"), time.time()
                 )
                 continue
+            empty = _shows_nothing(PartContent.from_body(post.body))
+            if continued is not None and empty:
+                await self._stop_stream(post.channel, ts)
+                await self._delete(post.post_key, ts)
+                continue
             if continued is not None:
                 await self._close_restored(*continued)
-            restored = await self._restore(post, ts)
-            continued = (post, restored) if restored is not None else None
+            continued = (post, await self._restore(post, ts))
         if continued is not None:
             post, part = continued
             self.view = TurnView(turn_id=post.turn_id, part=part, shown_any=True)
@@ -698,16 +754,16 @@ class SessionRenderer:
         )
 
     async def _close_restored(self, post: Post, part: UpdatePart) -> None:
+        if part.post_key == self._provisional and part.ts is not None:
+            self._provisional = None
+            await self._delete(part.post_key, part.ts)
+            return
         await self.delivery.update_post(
             PostUpdate(post_key=post.post_key, body=part.content.body(), state="closed"),
             time.time(),
         )
 
-    async def _restore(self, post: Post, ts: str) -> UpdatePart | None:
-        """The open message as its saved body says, ready to be edited on; None if it showed
-        nothing worth keeping (it is deleted)."""
-        content = PartContent.from_body(post.body)
-        channel = post.channel
+    async def _stop_stream(self, channel: str, ts: str) -> None:
         with contextlib.suppress(Refused, Uncertain):
             await self._patient(
                 "chat.stopStream",
@@ -715,18 +771,29 @@ class SessionRenderer:
                     "chat.stopStream", lambda: self.client.chat_stopStream(channel=channel, ts=ts)
                 ),
             )
-        if not content.shown.strip() and set(content.tasks) <= {"status"}:
-            with contextlib.suppress(Refused, Uncertain):
-                await self._patient(
-                    "chat.delete",
-                    lambda: call(
-                        "chat.delete", lambda: self.client.chat_delete(channel=channel, ts=ts)
-                    ),
-                )
-            await self.delivery.update_post(
-                PostUpdate(post_key=post.post_key, ts=ts, state="deleted"), time.time()
+
+    async def _delete(self, post_key: str, ts: str) -> None:
+        channel = self.target.channel
+        with contextlib.suppress(Refused, Uncertain):
+            await self._patient(
+                "chat.delete",
+                lambda: call(
+                    "chat.delete", lambda: self.client.chat_delete(channel=channel, ts=ts)
+                ),
             )
-            return None
+        await self.delivery.update_post(
+            PostUpdate(post_key=post_key, ts=ts, state="deleted"), time.time()
+        )
+
+    async def _restore(self, post: Post, ts: str) -> UpdatePart:
+        """The open message as its saved body says, ready to be edited on.
+
+        A message whose saved body shows nothing was opened after the last save: the log after
+        the cursor fills it again (the first edit rewrites it whole), so it keeps its place in
+        the thread, above whatever the dead renderer posted after it. It is deleted only if
+        those events leave it empty (`_close`)."""
+        content = PartContent.from_body(post.body)
+        await self._stop_stream(post.channel, ts)
         part = UpdatePart(
             self.client,
             self.target,
@@ -735,13 +802,21 @@ class SessionRenderer:
             content=content,
             min_interval=self.settings.flush_interval,
         )
-        await self._patient("chat.update", lambda: part.repair(ts))
+        if _shows_nothing(content):
+            self._provisional = post.post_key
+        else:
+            await self._patient("chat.update", lambda: part.repair(ts))
         part.ts = ts
         part.opened_at = post.opened_at
         await self.delivery.update_post(
             PostUpdate(post_key=post.post_key, ts=ts, state="open", mode=part.mode), time.time()
         )
         return part
+
+
+def _shows_nothing(content: PartContent) -> bool:
+    """No words and no step of the timeline (a "working on it" status is not one)."""
+    return not content.shown.strip() and set(content.tasks) <= {STATUS_TASK}
 
 
 def _title(name: str) -> str:

@@ -89,6 +89,14 @@ def make_client(token: str, base_url: str, *, rate_limit_retries: int = 2) -> As
     return client
 
 
+def make_render_client(token: str, base_url: str) -> AsyncWebClient:
+    """The renderers' client: a 429 comes back to the renderer, which waits it out itself and
+    checks its delivery lease before trying again. The SDK's own retry would send the call
+    again after the wait with no such check, possibly after another process took the thread
+    over (`SessionRenderer._fence`)."""
+    return make_client(token, base_url, rate_limit_retries=0)
+
+
 async def call(method: str, send: Callable[[], Awaitable[T]]) -> T:
     """Send once and translate failures into the tree above."""
     try:

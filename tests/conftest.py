@@ -41,9 +41,11 @@ pytest_plugins = (
     "tests.support.loop_watch",
     "tests.support.anthropic_fixtures",
     "tests.support.redis_fixtures",
+    "tests.support.private_services",
 )
 """`loop_watch`: fails a test that blocks its event loop; autouse in `integration` and `bot`.
-`redis_fixtures`: the shared Redis (`redis_url`) and a namespace per test (`redis_prefix`)."""
+`redis_fixtures`: the shared Redis (`redis_url`) and a namespace per test (`redis_prefix`).
+`private_services`: `private_postgres` / `private_redis`, servers a test may restart."""
 
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 POSTGRES_FIXTURES = frozenset({"postgres_url", "postgres_database"})

@@ -6,6 +6,8 @@ import asyncio
 import os
 from typing import Any
 
+from sqlalchemy import text
+
 from agent import (
     Agent,
     ScriptedModel,
@@ -155,6 +157,16 @@ GATED = [
 ]
 
 
+LOOKUP = [
+    ScriptedReply(
+        text=["Looking ", "it up."],
+        tool_calls=[ToolCall(id="c_lookup", name="lookup_order", input={"order_id": "42"})],
+    ),
+    ScriptedReply(text=["Order 42 ", "is a mug."]),
+]
+"""A turn of three steps (model, tool, model) that asks nobody anything: the throughput unit."""
+
+
 def model(script: list[ScriptedReply], **kwargs: Any) -> ScriptedModel:
     return ScriptedModel(script, **kwargs)
 
@@ -204,6 +216,68 @@ def soak_model() -> ScriptedModel:
         first = next(m for m in request.messages if m.role in ("user", "trigger"))
         if "hold" in first.text:
             return hold_reply(request, step)
+        return REFUND[step]
+
+    return ScriptedModel(responder=respond)
+
+
+NOTES_TABLE = "chaos_notes"
+"""Where `note_order` writes, one row per call; a test creates it (`NOTES_DDL`) and counts."""
+NOTES_DDL = (
+    f"CREATE TABLE IF NOT EXISTS {NOTES_TABLE} (id BIGSERIAL PRIMARY KEY, session TEXT NOT NULL, "
+    "turn_id TEXT NOT NULL, order_id TEXT NOT NULL)"
+)
+
+
+@tool
+def note_order(order_id: str, ctx: ToolContext) -> dict[str, Any]:
+    """Write a note on an order (a local write: it commits with the step, or not at all)."""
+    ctx.store.unwrap().execute(
+        text(
+            f"INSERT INTO {NOTES_TABLE} (session, turn_id, order_id) "
+            "VALUES (:session, :turn_id, :order_id)"
+        ),
+        {"session": ctx.session, "turn_id": ctx.turn_id, "order_id": order_id},
+    )
+    return {"noted": order_id}
+
+
+CHAOS_AGENT = Agent(
+    name="test-ops",
+    instructions="Help with orders.",
+    tools=[lookup_order, issue_refund, place_hold, note_order],
+)
+"""The many-workers agent: a park ("refund"), a confirmed write counted by its provider
+("hold") and a local write counted in a table ("note")."""
+
+NOTE = [
+    ScriptedReply(
+        text="Noting it.",
+        tool_calls=[ToolCall(id="c_note", name="note_order", input={"order_id": "42"})],
+    ),
+    ScriptedReply(text="Noted."),
+]
+
+CHAOS_REPLIES = {
+    "refund": ["Looking it up.", "Refund done."],
+    "hold": ["Proposing a hold.", "The hold waits for your confirmation.", "Hold placed."],
+    "note": ["Noting it.\n\nNoted."],
+}
+"""What the thread shows for each kind of turn: the words of each of its messages, in order (a
+reply is one message until it stops for a person)."""
+
+
+def chaos_model() -> ScriptedModel:
+    """Each turn by its own opening message: "refund ..." parks for the requester, "hold ..."
+    proposes a write the requester confirms (the confirmed call is a turn of its own), "note
+    ..." writes a row in the step's transaction."""
+
+    def respond(request: Any, step: int) -> ScriptedReply:
+        opening = next(m for m in reversed(request.messages) if m.role in ("user", "trigger"))
+        if isinstance(opening, TriggerMessage) or "hold" in opening.text:
+            return hold_reply(request, step)
+        if "note" in opening.text:
+            return NOTE[step]
         return REFUND[step]
 
     return ScriptedModel(responder=respond)

@@ -6,7 +6,9 @@ and waits there to be SIGKILLed.
 `worker` is `bot worker` (no HTTP: it prints `PORT 0` once it is running).
 
     python -m tests.bot.app_child DATABASE_URL SLACK_API_URL SCRIPT [--crash after:model:1]
-        [--role one|web|worker]
+        [--role one|web|worker] [--agent AGENT] [--lease-ttl 1.0] [--timing fast|production]
+
+`REDIS_URL` in the environment gives it a Redis dispatcher, as it does `bot serve`.
 """
 
 from __future__ import annotations
@@ -51,6 +53,15 @@ async def main() -> int:
     parser.add_argument("--crash", default=None)
     parser.add_argument("--role", choices=["one", "web", "worker"], default="one")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--agent", default="AGENT", help="an Agent in tests.bot.agents")
+    parser.add_argument("--lease-ttl", type=float, default=1.0)
+    parser.add_argument(
+        "--timing",
+        choices=["fast", "production"],
+        default="fast",
+        help="fast: the tests' short polls and leases; production: what `bot serve` / `bot "
+        "worker` use by default (for benchmarks)",
+    )
     args = parser.parse_args()
 
     def hook(stage: str, label: str) -> None:
@@ -61,15 +72,26 @@ async def main() -> int:
     # Without a crash point the bot opens its own store, as `bot serve` does (the Slack delivery
     # tables then share its transactions, the production path).
     store = HookedStore(await SqlStore.open(args.url), hook) if args.crash else None
+    fast = args.timing == "fast"
     bot = await open_bot(
         settings_for(  # type: ignore[arg-type]
             args.url, _Api(args.api_url), RUN_TURNS=args.role != "web"
         ),
-        agent=agents.AGENT,
+        agent=getattr(agents, args.agent),
         model=_model(args.script),
         store=store,
-        render_settings=RenderSettings(flush_interval=0.1, poll_interval=0.1, lease_ttl=1.0),
-        runtime_options={"lease_ttl": 1.0, "recovery_interval": 0.2, "poll_interval": 0.05},
+        render_settings=RenderSettings(
+            flush_interval=0.1, poll_interval=0.1, lease_ttl=args.lease_ttl
+        )
+        if fast
+        else None,
+        runtime_options={
+            "lease_ttl": args.lease_ttl,
+            "recovery_interval": 0.2,
+            "poll_interval": 0.05,
+        }
+        if fast
+        else None,
         worker=args.role == "worker",
     )
     stop = asyncio.Event()

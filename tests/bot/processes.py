@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
@@ -26,17 +27,31 @@ async def spawn(
     crash: str | None = None,
     *,
     port: int = 0,
+    agent: str = "AGENT",
+    lease_ttl: float = 1.0,
+    timing: str = "fast",
+    env: dict[str, str] | None = None,
+    started_within: float = 30,
+    log: Path | None = None,
 ) -> AsyncIterator[tuple[Process, int]]:
-    """One child process; yields it and its HTTP port (0 for a worker), stops it on exit."""
+    """One child process; yields it and its HTTP port (0 for a worker), stops it on exit.
+    `env`: added to this process's environment (e.g. `REDIS_URL`). `log`: a file its stderr
+    (its log) is appended to, instead of this process's stderr."""
     argv = [sys.executable, "-m", "tests.bot.app_child", db_url, api_url, script, "--role", role]
-    argv += ["--port", str(port)]
+    argv += ["--port", str(port), "--agent", agent, "--lease-ttl", str(lease_ttl)]
+    argv += ["--timing", timing]
     if crash:
         argv += ["--crash", crash]
-    proc = await asyncio.create_subprocess_exec(
-        *argv, stdout=asyncio.subprocess.PIPE, env={**os.environ, "PYTHONUNBUFFERED": "1"}
-    )
+    with contextlib.ExitStack() as files:
+        stderr = files.enter_context(log.open("ab")) if log is not None else None
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=stderr,
+            env={**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"},
+        )
     try:
-        line = await wait_line(proc, "PORT ")
+        line = await wait_line(proc, "PORT ", within=started_within)
         yield proc, int(line.split()[1])
     finally:
         await stop(proc)

@@ -7,8 +7,8 @@ import asyncio
 
 from bot.testing import SlackDriver
 from tests.bot.agents import AGENT, GATE, GATED, model
-from tests.bot.harness import SECRET, approval, eventually, idle, replies
-from tests.bot.processes import served, wait_line
+from tests.bot.harness import SECRET, approval, buttons, eventually, idle, replies
+from tests.bot.processes import served, spawn, wait_line
 
 CHANNEL = "C0CRASH"
 
@@ -65,6 +65,39 @@ async def test_an_approval_posted_just_before_a_crash_is_not_posted_again(db_url
             lambda: any("Refund done." in m.text for m in replies(standin, CHANNEL)), within=30
         )
     assert len([m for m in standin.bot_messages(CHANNEL) if m.blocks]) == 1
+
+
+async def test_an_approval_answered_while_its_worker_is_dead_is_not_posted_again(db_url, standin):
+    """The worker posts an approval and is killed before it learns the message's ts (Slack has
+    it); the person clicks it and the web process records the answer. The next worker finds the
+    request answered and its message known: it posts no second request (which would show live
+    buttons for an answered request) and the reply goes on."""
+    standin.fail("chat.postMessage", "hang", applied=True)
+    async with (
+        spawn("web", db_url, standin.api_url, "REFUND") as (_, port),
+        SlackDriver(f"http://127.0.0.1:{port}", SECRET, standin=standin) as slack,
+    ):
+        async with spawn("worker", db_url, standin.api_url, "REFUND") as (worker, _):
+            await slack.mention("U0ALICE", "refund order 42", channel=CHANNEL)
+            message = await eventually(lambda: approval(standin, CHANNEL), within=30)
+            worker.kill()
+            await worker.wait()
+        approve, _ = buttons(message)
+        await slack.click(
+            "U0ALICE", approve, channel=CHANNEL, message_ts=message.ts, thread_ts=message.thread_ts
+        )
+        await eventually(lambda: "Approved by" in message.text, within=30)
+
+        async with spawn("worker", db_url, standin.api_url, "REFUND"):
+            await eventually(
+                lambda: any("Refund done." in m.text for m in replies(standin, CHANNEL)),
+                within=30,
+            )
+            await eventually(lambda: idle(standin, CHANNEL))
+            await asyncio.sleep(1.0)  # a second request, if there were one, would land by now
+    requests = [m for m in standin.bot_messages(CHANNEL) if m.blocks]
+    assert [m.ts for m in requests] == [message.ts]
+    assert "Approved by <@U0ALICE>" in message.text
 
 
 async def test_a_reply_cut_by_a_restart_goes_on_in_the_same_message(db_url, launch, standin):

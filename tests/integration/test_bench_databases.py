@@ -55,8 +55,9 @@ def _run_bench(conninfo: str, *argv: str) -> None:
     [
         ("bench.ack_latency", "--db", "postgres", "--seconds", "1", "--rate", "5"),
         ("bench", "--db", "postgres", "--sizes", "10", "--reps", "1", "--steps", "3"),
+        ("bench.scaling", "--db", "shared", "--turns", "10", "--workers", "1"),
     ],
-    ids=["ack_latency", "step_cost"],
+    ids=["ack_latency", "step_cost", "scaling"],
 )
 def test_a_benchmark_leaves_the_server_as_it_found_it(
     someone_elses_table: str, argv: tuple[str, ...]
