@@ -6,14 +6,12 @@ import argparse
 import asyncio
 import os
 import sys
-from pathlib import Path
 
-from bench.databases import PostgresSite, Site, SqliteSite
+from bench.databases import add_site_arguments, sites_from
 from bench.report import profile_text, render
 from bench.runner import Config, SiteResult, run_site
 
 DEFAULT_SIZES = (10, 1_000, 10_000)
-DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 DEFAULT_STEPS, QUICK_STEPS = 81, 41
 DEFAULT_REPS, QUICK_REPS = 15, 3
 
@@ -25,7 +23,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "sizes, on SQLite and PostgreSQL.",
     )
     parser.add_argument("--quick", action="store_true", help="fewer turns and steps (< 30 s)")
-    parser.add_argument("--db", choices=("sqlite", "postgres", "all"), default="all")
+    add_site_arguments(parser)
     parser.add_argument(
         "--steps",
         type=int,
@@ -42,17 +40,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="transcript sizes, comma-separated, even, smallest first (default 10,1000,10000)",
     )
     parser.add_argument(
-        "--dir",
-        type=Path,
-        default=Path("data"),
-        help="where the SQLite files go; must be a real disk (tmpfs makes fsync free)",
-    )
-    parser.add_argument(
-        "--postgres-url",
-        default=os.environ.get("BOT_BENCH_POSTGRES_URL", DEFAULT_POSTGRES_URL),
-        help="server to create the throwaway databases on (env BOT_BENCH_POSTGRES_URL)",
-    )
-    parser.add_argument(
         "--profile", action="store_true", help="cProfile the engine turns at the largest size"
     )
     return parser.parse_args(argv)
@@ -67,15 +54,6 @@ def config_from(args: argparse.Namespace) -> Config:
     return Config(
         sizes=sizes, reps=max(1, reps), calls=max(1, (steps - 1) // 2), profile=args.profile
     )
-
-
-def sites_from(args: argparse.Namespace) -> list[Site]:
-    sites: list[Site] = []
-    if args.db in ("sqlite", "all"):
-        sites.append(SqliteSite(args.dir.resolve()))
-    if args.db in ("postgres", "all"):
-        sites.append(PostgresSite(args.postgres_url))
-    return sites
 
 
 async def run(args: argparse.Namespace) -> int:

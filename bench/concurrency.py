@@ -17,25 +17,22 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import queue
 import sys
 import threading
 import time
 import uuid
-from pathlib import Path
 
 from agent.runtime import Runtime
 from agent.scripted_model import ScriptedModel
 from agent.seams import TurnStatus
 from agent.turn_input import TurnInput
-from bench.databases import PostgresSite, Site, SqliteSite
+from bench.databases import PostgresSite, Site, SqliteSite, add_site_arguments, sites_from
 from bench.raw_floor import PostgresFloor, RawFloor, SqliteFloor
 from bench.workload import BENCH_AGENT, OPENING_TEXT, history, responder, steps_per_turn
 from storage import SqlStore
 from storage.sql_dialects import POSTGRES_POOL_SIZE, SQLITE_BUSY_TIMEOUT_MS
 
-DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 HISTORY = 2
 """Messages every session holds before its measured turn (the floor needs the session row)."""
 
@@ -145,20 +142,12 @@ async def run_site(site: Site, sessions: int, calls: int, reps: int) -> list[str
 
 async def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.concurrency", description=__doc__)
-    parser.add_argument("--db", choices=("sqlite", "postgres", "all"), default="all")
+    add_site_arguments(parser)
     parser.add_argument("--sessions", type=int, default=200)
     parser.add_argument("--calls", type=int, default=4, help="tool calls per turn")
     parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument(
-        "--postgres-url", default=os.environ.get("BOT_BENCH_POSTGRES_URL", DEFAULT_POSTGRES_URL)
-    )
-    parser.add_argument("--dir", type=Path, default=Path("data"))
     args = parser.parse_args(argv)
-    sites: list[Site] = []
-    if args.db in ("sqlite", "all"):
-        sites.append(SqliteSite(args.dir))
-    if args.db in ("postgres", "all"):
-        sites.append(PostgresSite(args.postgres_url))
+    sites = sites_from(args)
     print(
         f"{args.sessions} sessions at once, one turn each of {steps_per_turn(args.calls)} steps; "
         "one line per repetition"

@@ -6,6 +6,8 @@ schema (same keys, same indexes), and both are thrown away at the end.
 
 from __future__ import annotations
 
+import argparse
+import os
 import secrets
 import shutil
 import sqlite3
@@ -19,6 +21,39 @@ from bench.populate import Sessions, populate_postgres, populate_sqlite
 from bench.raw_floor import SYNCHRONOUS_NAMES, PostgresFloor, RawFloor, SqliteFloor
 from storage import upgrade_database
 from storage.sql_dialects import SQLITE_BUSY_TIMEOUT_MS
+
+DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
+"""The server the throwaway databases are created on, unless `BOT_BENCH_POSTGRES_URL` says."""
+
+
+def postgres_server_url() -> str:
+    return os.environ.get("BOT_BENCH_POSTGRES_URL", DEFAULT_POSTGRES_URL)
+
+
+def add_site_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--db`, `--dir` and `--postgres-url`, the same in every benchmark that compares both
+    databases."""
+    parser.add_argument("--db", choices=("sqlite", "postgres", "all"), default="all")
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        default=Path("data"),
+        help="where the SQLite files go; must be a real disk (tmpfs makes fsync free)",
+    )
+    parser.add_argument(
+        "--postgres-url",
+        default=postgres_server_url(),
+        help="server to create the throwaway databases on (env BOT_BENCH_POSTGRES_URL)",
+    )
+
+
+def sites_from(args: argparse.Namespace) -> list[Site]:
+    sites: list[Site] = []
+    if args.db in ("sqlite", "all"):
+        sites.append(SqliteSite(args.dir.resolve()))
+    if args.db in ("postgres", "all"):
+        sites.append(PostgresSite(args.postgres_url))
+    return sites
 
 
 class Site:

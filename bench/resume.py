@@ -14,12 +14,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
 import time
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 
 import psycopg
 
@@ -27,7 +25,7 @@ from agent.runtime import DEFAULT_CONTEXT_MESSAGES, Runtime
 from agent.scripted_model import ScriptedModel, ScriptedReply
 from agent.seams import ModelRequest, TurnStatus
 from agent.turn_input import TurnInput
-from bench.databases import PostgresSite, Site, SqliteSite
+from bench.databases import PostgresSite, Site, SqliteSite, add_site_arguments, sites_from
 from bench.raw_floor import connect_sqlite
 from bench.timing import summarise
 from bench.workload import BENCH_AGENT, OPENING_TEXT, history
@@ -35,7 +33,6 @@ from storage import SqlStore
 from storage.sql_dialects import SQLITE_BUSY_TIMEOUT_MS
 
 DEFAULT_SIZES = (10, 1_000, 5_000)
-DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 TAIL_SQL = (
     "SELECT body FROM messages WHERE session_key = {p} AND idx >= coalesce(("
     "SELECT idx FROM messages WHERE session_key = {p} AND idx <= ("
@@ -134,7 +131,7 @@ async def run_site(site: Site, sizes: tuple[int, ...], reps: int) -> list[str]:
 
 async def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.resume", description=__doc__)
-    parser.add_argument("--db", choices=("sqlite", "postgres", "all"), default="all")
+    add_site_arguments(parser)
     parser.add_argument("--reps", type=int, default=7)
     parser.add_argument(
         "--sizes",
@@ -142,16 +139,8 @@ async def main(argv: list[str] | None = None) -> int:
         default=DEFAULT_SIZES,
         help="transcript sizes, comma-separated, even, smallest first",
     )
-    parser.add_argument(
-        "--postgres-url", default=os.environ.get("BOT_BENCH_POSTGRES_URL", DEFAULT_POSTGRES_URL)
-    )
-    parser.add_argument("--dir", type=Path, default=Path("data"))
     args = parser.parse_args(argv)
-    sites: list[Site] = []
-    if args.db in ("sqlite", "all"):
-        sites.append(SqliteSite(args.dir))
-    if args.db in ("postgres", "all"):
-        sites.append(PostgresSite(args.postgres_url))
+    sites = sites_from(args)
     print(
         f"resume to the first model call (CONTEXT_MESSAGES={DEFAULT_CONTEXT_MESSAGES}, "
         f"median of {args.reps}, ± median absolute deviation)"

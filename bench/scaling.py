@@ -42,13 +42,13 @@ import psycopg
 from psycopg import sql
 from sqlalchemy.engine import make_url
 
+from bench.databases import postgres_server_url
 from bot.testing import SlackDriver, SlackStandIn
 from storage import upgrade_database
 from tests.bot.harness import SECRET
 from tests.support.chaos_fleet import Workforce, like_slack
 from tests.support.private_services import PrivatePostgres, PrivateRedis, services_missing
 
-DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 CHANNEL = "C0SCALE"
 
 
@@ -210,7 +210,7 @@ def report(
 
 
 async def _main(args: argparse.Namespace) -> int:
-    shared = os.environ.get("BOT_BENCH_POSTGRES_URL", DEFAULT_POSTGRES_URL)
+    shared = postgres_server_url()
     databases = Databases(shared if args.db == "shared" else None)
     load = os.getloadavg()
     await asyncio.to_thread(databases.start)

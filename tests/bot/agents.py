@@ -10,6 +10,7 @@ from sqlalchemy import text
 
 from agent import (
     Agent,
+    AnswerRequest,
     ScriptedModel,
     ScriptedReply,
     ToolCall,
@@ -50,10 +51,10 @@ async def escalate(reason: str, ctx: ToolContext) -> dict[str, Any]:
     return {"approved": approved is True}
 
 
-async def managers_only(request: dict[str, Any]) -> bool:
-    principal = request.get("principal") or {}
+async def managers_only(request: AnswerRequest) -> bool:
+    principal = request["principal"]
     return (
-        request.get("policy") == "managers"
+        request["policy"] == "managers"
         and principal.get("user") == BOSS
         and principal.get("team") == "T0DEMO"
     )

@@ -16,17 +16,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import secrets
-import shutil
-import signal
-import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
 
 from agent import (
     Agent,
@@ -42,10 +36,10 @@ from agent import (
 from agent.seams import SessionStore
 from storage import MemoryStore, SqlStore
 from storage.redis_dispatch import RedisDispatcher, redact
+from tests.support.private_services import PrivateRedis, free_port
 
 pytestmark = pytest.mark.redis
 
-DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 HOUR = 3600.0
 LOGGER = "storage.redis_dispatch"
 
@@ -59,50 +53,16 @@ async def eventually(check: Callable[[], Awaitable[Any]], *, until: Any, within:
             await asyncio.sleep(0.02)
 
 
-# -- Redis fixtures ---------------------------------------------------------------------------
-
-
-def _unavailable(message: str) -> None:
-    message += (
-        "\nStart Redis, point BOT_TEST_REDIS_URL at a server, or set BOT_TEST_SKIP_REDIS=1 to skip "
-        "the Redis tests."
-    )
-    if os.environ.get("BOT_TEST_REQUIRE_SERVICES") == "1":
-        pytest.fail(f"{message}\n(BOT_TEST_REQUIRE_SERVICES=1: no skipping)", pytrace=False)
-    if os.environ.get("BOT_TEST_SKIP_REDIS") == "1":
-        pytest.skip(message)
-    pytest.fail(message, pytrace=False)
-
-
-async def _ping(url: str) -> str | None:
-    """None if the server answers, else why not."""
-    client = Redis.from_url(url, socket_connect_timeout=2, socket_timeout=2)
-    try:
-        await client.ping()
-        return None
-    except (RedisError, OSError) as err:
-        return f"{type(err).__name__}: {err}"
-    finally:
-        await client.aclose()
+# -- Redis fixtures (`redis_url`, `redis_prefix`: tests/support/redis_fixtures.py) ------------
 
 
 @pytest.fixture
-async def redis_url() -> str:
-    url = os.environ.get("BOT_TEST_REDIS_URL", DEFAULT_REDIS_URL)
-    reason = await _ping(url)
-    if reason is not None:
-        _unavailable(f"Redis is not reachable at {redact(url)}: {reason}")
-    return url
-
-
-@pytest.fixture
-def names() -> dict[str, str]:
+def names(redis_prefix: str) -> dict[str, str]:
     """This test's own stream, group and channel."""
-    prefix = f"bot-test:{secrets.token_hex(6)}"
     return {
-        "stream": f"{prefix}:turns",
-        "group": f"{prefix}:workers",
-        "channel": f"{prefix}:cancel",
+        "stream": f"{redis_prefix}:turns",
+        "group": f"{redis_prefix}:workers",
+        "channel": f"{redis_prefix}:cancel",
     }
 
 
@@ -116,52 +76,6 @@ async def raw(redis_url: str, names: dict[str, str]) -> AsyncIterator[Redis]:
     finally:
         await client.delete(names["stream"])
         await client.aclose()
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-class PrivateRedis:
-    """A throwaway `redis-server` with a password and no persistence, killable at will."""
-
-    def __init__(self) -> None:
-        self.port = _free_port()
-        self.password = f"pw-{secrets.token_hex(8)}"
-        self.url = f"redis://:{self.password}@127.0.0.1:{self.port}/0"
-        self.process: asyncio.subprocess.Process | None = None
-
-    async def start(self) -> None:
-        binary = shutil.which("redis-server")
-        if binary is None:
-            _unavailable("redis-server is not on PATH (the outage test runs its own server)")
-        assert binary is not None
-        self.process = await asyncio.create_subprocess_exec(
-            binary,
-            *("--port", str(self.port), "--bind", "127.0.0.1", "--save", ""),
-            *("--appendonly", "no", "--requirepass", self.password),
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.DEVNULL,
-        )
-        await eventually(lambda: _ping(self.url), until=None, within=10)
-
-    async def kill(self) -> None:
-        if self.process is not None and self.process.returncode is None:
-            self.process.send_signal(signal.SIGKILL)
-            await self.process.wait()
-
-
-@pytest.fixture
-async def private_redis() -> AsyncIterator[PrivateRedis]:
-    server = PrivateRedis()
-    await server.start()
-    try:
-        yield server
-    finally:
-        await server.kill()
 
 
 # -- runtimes ---------------------------------------------------------------------------------
@@ -409,7 +323,7 @@ async def test_redis_dying_mid_run_loses_nothing_and_raises_nothing(
         await worker.serve()
         assert (await session.turn("1", turn_id="T1")).text == "one"
 
-        await private_redis.kill()
+        await asyncio.to_thread(private_redis.kill)
         async with asyncio.timeout(10):
             await session.start("2", turn_id="T2")  # returns: the turn is in the database
             result = await session.result("T2")
@@ -418,7 +332,7 @@ async def test_redis_dying_mid_run_loses_nothing_and_raises_nothing(
         assert not worker.serving.done(), "serve keeps trying"
 
         # Redis comes back empty: the worker reconnects, recreates its group, consumes again.
-        await private_redis.start()
+        await asyncio.to_thread(private_redis.start)
         await session.start("3", turn_id="T3")
         checker = Redis.from_url(url, decode_responses=True)
 
@@ -455,7 +369,7 @@ async def test_redis_dying_mid_run_loses_nothing_and_raises_nothing(
 async def test_no_redis_at_all_warns_once_and_close_still_returns(
     names: dict[str, str], caplog: pytest.LogCaptureFixture
 ) -> None:
-    url = f"redis://user:hunter2@127.0.0.1:{_free_port()}/0"
+    url = f"redis://user:hunter2@127.0.0.1:{free_port()}/0"
     dispatcher = RedisDispatcher(url, **names, retry_min=0.05, retry_max=0.1)
     runtime = Runtime(MemoryStore(), ScriptedModel([]), agent=Agent(name="a", instructions="x"))
     async with dispatcher:

@@ -23,6 +23,7 @@ import contextlib
 import glob
 import os
 import pwd
+import secrets
 import shutil
 import socket
 import subprocess
@@ -166,19 +167,26 @@ class PrivatePostgres:
 
 
 class PrivateRedis:
-    """One `redis-server` without persistence on a free port."""
+    """One `redis-server` without persistence on a free port; with `password`, it requires one
+    (a test can then check the password never reaches a log)."""
 
-    def __init__(self, *, port: int | None = None) -> None:
+    def __init__(self, *, port: int | None = None, password: str | None = None) -> None:
         self.port = port or free_port()
+        self.password = password
         self._proc: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        auth = f":{self.password}@" if self.password else ""
+        return f"redis://{auth}127.0.0.1:{self.port}/0"
 
     def start(self) -> PrivateRedis:
         argv = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1"]
         argv += ["--save", "", "--appendonly", "no", "--daemonize", "no"]
+        hello = b"PING\r\n"
+        if self.password:
+            argv += ["--requirepass", self.password]
+            hello = f"AUTH {self.password}\r\n".encode() + hello
         self._proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 30
         while True:
@@ -186,8 +194,8 @@ class PrivateRedis:
                 contextlib.suppress(OSError),
                 socket.create_connection(("127.0.0.1", self.port), timeout=1) as conn,
             ):
-                conn.sendall(b"PING\r\n")
-                if conn.recv(16).startswith(b"+PONG"):
+                conn.sendall(hello)
+                if b"+PONG" in _read_replies(conn, hello.count(b"\r\n")):
                     return self
             if self._proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"redis-server did not start on port {self.port}")
@@ -203,6 +211,13 @@ class PrivateRedis:
                 proc.kill()
                 proc.wait()
 
+    def kill(self) -> None:
+        """SIGKILL: Redis dies as in a crash, every connection cut at once."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
     def restart(self) -> None:
         """Stop and start again on the same port: empty, every connection cut."""
         self.stop()
@@ -213,6 +228,17 @@ class PrivateRedis:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _read_replies(conn: socket.socket, count: int) -> bytes:
+    """The server's first `count` one-line replies (or what came before it closed)."""
+    data = b""
+    while data.count(b"\r\n") < count:
+        chunk = conn.recv(256)
+        if not chunk:
+            break
+        data += chunk
+    return data
 
 
 def _require_services() -> None:
@@ -235,7 +261,7 @@ def private_postgres() -> Iterator[PrivatePostgres]:
 
 @pytest.fixture
 def private_redis() -> Iterator[PrivateRedis]:
-    """A Redis server of this test's own (the test may restart it)."""
+    """A Redis server of this test's own, with a password (the test may restart or kill it)."""
     _require_services()
-    with PrivateRedis() as server:
+    with PrivateRedis(password=f"pw-{secrets.token_hex(8)}") as server:
         yield server
