@@ -88,16 +88,21 @@ class RendererPool:
         horizon: list[int | None] = [None]
 
         def on_event(event: TurnEvent) -> None:
-            # Each live event carries the newest durable seq seen before it, so the renderer can
-            # tell a delta that a committed event has already covered. A delta relayed from the
-            # process running the turn names it (`after`): this subscription may have begun
-            # after that event went by. (The relay passes on only deltas that leave no hole in
-            # their step, so such a delta is as good as a local one.)
+            # Each live event carries the newest durable seq before it, so the renderer can tell
+            # a delta that a committed event has already covered. For a local delta that is the
+            # newest seq this subscription saw (a process emits in order). A delta relayed from
+            # the process running the turn carries its own (`after`), and only that one places
+            # it: the subscription may have begun after that event went by, or heard newer
+            # events first from another process (pub/sub orders each publisher's messages, not
+            # several publishers'), which must not make a finished turn's delta look current.
+            # (The relay passes on only deltas that leave no hole in their step.)
+            place = horizon[0]
             if event.seq > 0:
-                horizon[0] = max(horizon[0] or 0, event.seq)
+                place = horizon[0] = max(horizon[0] or 0, event.seq)
             elif event.type == "message.delta" and event.after > 0:
+                place = event.after
                 horizon[0] = max(horizon[0] or 0, event.after)
-            queue.put_nowait((event, horizon[0]))
+            queue.put_nowait((event, place))
 
         unsubscribe = self.runtime.hub.subscribe(on_event, session=key)
         self._tasks[key] = asyncio.create_task(

@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from agent import ScriptedReply
+from agent.events import MessageDelta
 from agent.scripted_model import opening_text
 from agent.seams import ModelEvent, ModelRequest, TextDelta
 from bot.app import SlackBot, open_bot
@@ -53,6 +54,10 @@ class Script:
     """Index of the word before which `cut` is called (Redis goes away mid-step)."""
     cut: Callable[[], None] = lambda: None
     go: asyncio.Event = field(default_factory=asyncio.Event)
+    hold_before: int | None = None
+    """Index of the word before which the model waits for `release` (after setting `held`)."""
+    held: asyncio.Event = field(default_factory=asyncio.Event)
+    release: asyncio.Event = field(default_factory=asyncio.Event)
     late: list[str] = field(default_factory=list)
     """Words that did not show in Slack before the model went on (so: not before the commit)."""
 
@@ -77,6 +82,10 @@ class TypingModel:
         for index, word in enumerate(script.words):
             if index == script.cut_before:
                 script.cut()
+            if index == script.hold_before:
+                script.held.set()
+                async with asyncio.timeout(30):
+                    await script.release.wait()
             yield TextDelta(text=word)
             typed += word
             waits = script.cut_before is None or index < script.cut_before
@@ -282,3 +291,52 @@ async def test_redis_going_away_mid_turn_loses_nothing_and_relaying_resumes(
     assert len(warnings) == 2, warnings  # and the rendering worker, which was listening
     assert all(r.exc_info is None for r in mine if r.levelno >= logging.WARNING)
     assert any("reachable again" in r.getMessage() for r in mine)
+
+
+async def test_a_delta_that_arrives_after_its_turn_was_shown_is_dropped(
+    db_url: str, redis_url: str, standin: SlackStandIn, open_split: Any
+) -> None:
+    """Pub/sub orders messages per publisher only: a delta of a finished turn, sent by the
+    worker that ran it, can reach the renderer after the next turn's events (sent by another
+    worker). Its place is its own `after`, long passed: it must not open a new reply for the old
+    turn (found by the many-workers chaos test: "Hold placed." posted twice)."""
+    first = Script(["One ", "two."])
+    second = Script(["Three ", "four."], hold_before=1)
+    app = await open_split(
+        db_url, TypingModel(standin, {"first": first, "second": second}), redis_url
+    )
+    ts = await mention_and_go(app, "first", first)
+    await finished_reply(standin, ts, first.text)
+    key = session_key("T0DEMO", CHANNEL, ts)
+    store = app.web.runtime.store
+    [done] = await store.list_turns(key)
+    events = await store.read_events(key, 0, 100)
+    started_seq = next(e.seq for e in events if e.type == "turn.started")
+
+    await app.slack.reply("U0ALICE", "second", channel=CHANNEL, thread_ts=ts)
+    relay = app.render._relay
+    assert relay is not None
+    async with asyncio.timeout(15):
+        await relay.wait_watching(key)
+    second.go.set()
+    async with asyncio.timeout(30):
+        await second.held.wait()  # "Three " shows: the renderer is in the second turn's step
+    late = MessageDelta(session=key, turn_id=done.turn_id, text="Stale words.", after=started_seq)
+    app.render.runtime.hub.deliver(late)
+    # The window in which a reply opened by the stale delta would be posted (flushes every
+    # 0.1 s); the next word would otherwise close it unposted.
+    await asyncio.sleep(1.0)
+    second.release.set()
+    await eventually(
+        lambda: (
+            any(second.text in m.text for m in reply_messages(standin, ts))
+            and idle(standin, CHANNEL)
+        ),
+        within=30,
+    )
+    await asyncio.sleep(0.5)  # a reply the stale delta opened would be posted by now
+
+    said = [m.text for m in reply_messages(standin, ts)]
+    assert said == [first.text, second.text]
+    assert not any("Stale" in m.text for m in standin.bot_messages(CHANNEL))
+    assert second.late == []
