@@ -125,7 +125,8 @@ class TurnRunner:
 
     async def run(self) -> TurnResult:
         """Run (or replay) the turn until it ends or parks; raises only store trouble."""
-        self.steps = await self.env.store.load_steps(self.session, self.turn_id)
+        if self._may_have_steps():
+            self.steps = await self.env.store.load_steps(self.session, self.turn_id)
         saved = self._saved_policy()
         if saved is not None:
             self.policy = saved
@@ -153,6 +154,13 @@ class TurnRunner:
             return await self._park(park.request)
         except TurnFailure as failed:
             return await self._fail(failed.message)
+
+    def _may_have_steps(self) -> bool:
+        """A step is written only after the turn's opening commit (a step's own commit, or the
+        answer to a park the turn made), and an unfinished turn's messages end the transcript,
+        its opening included. So a turn neither opened here nor stamped with the fingerprint
+        its opening records has no steps to read: one read fewer for every new turn."""
+        return self._has_opening() or self.turn.fingerprint is not None
 
     @property
     def next_index(self) -> int:
