@@ -4,8 +4,8 @@ restarted at once), then while Redis is restarted, then while PostgreSQL is rest
 turn completes exactly once, every reply and approval is posted once, every provider call and
 local write happens once (see `tests.support.chaos_fleet` for the whole list).
 
-Opt-in for now (`BOT_TEST_CHAOS=1`): it fails in about one run of two, on a real defect not yet
-found (a confirmed write's reply posted twice, a session left unsettled). CI size by default;
+It found a real defect: a finished turn's live delta, relayed late by Redis, opened a second
+reply ("Hold placed." twice; `tests/bot/test_live_events.py` keeps it fixed). CI size by default;
 `BOT_TEST_CHAOS_SESSIONS`, `BOT_TEST_CHAOS_SECONDS` and `BOT_TEST_CHAOS_SEED` change it
 (`python -m bench.many_workers` runs the issue's full size: 200 sessions, 30 s).
 """
@@ -26,12 +26,6 @@ KILLING = float(os.environ.get("BOT_TEST_CHAOS_SECONDS", "20"))
 SETTLE = 120.0
 
 
-@pytest.mark.skipif(
-    os.environ.get("BOT_TEST_CHAOS") != "1",
-    reason="opt-in until the intermittent failure it found is fixed (issue 14 note): a session "
-    "whose confirmed hold reply was posted twice and another that never settled; run with "
-    "BOT_TEST_CHAOS=1",
-)
 @pytest.mark.timeout(KILLING + SETTLE + 240)
 async def test_many_workers_survive_kills_and_restarts(
     private_postgres: PrivatePostgres, private_redis: PrivateRedis, tmp_path: Path
