@@ -354,10 +354,12 @@ class People:
                 if not has_buttons(message) or (last is not None and time.monotonic() < last):
                     continue
                 # People take a moment; one who clicked and still sees the buttons (the answer
-                # got "try again") clicks again a while later.
+                # got "try again") clicks again a while later. They click the button they saw,
+                # even if the request was answered while they paused (`message` is the stand-in's
+                # own record, updated in place: read its buttons before the pause).
+                approve, _ = buttons(message)
                 clicked[message.ts] = time.monotonic() + 6.0
                 await asyncio.sleep(self.rng.uniform(0.1, 1.5))
-                approve, _ = buttons(message)
                 for _ in range(2 if self.rng.random() < 0.15 else 1):
                     self.clicks += 1
                     await like_slack(
