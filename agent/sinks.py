@@ -40,8 +40,15 @@ class _Subscription:
     """One observer's place in the stream: the event it is busy with and the ones held for it."""
 
     def __init__(
-        self, callback: Observer, session: str | None, turn_id: str | None, what: str
+        self,
+        callback: Observer,
+        session: str | None,
+        turn_id: str | None,
+        what: str,
+        order: int = 0,
     ) -> None:
+        self.order = order
+        """When it subscribed: observers of one event are offered it in this order."""
         self.callback = callback
         self.session = session
         self.turn_id = turn_id
@@ -144,7 +151,14 @@ class EventHub:
     def __init__(
         self, downstream: EventSink | None = None, *, patience: float = DEFAULT_PATIENCE
     ) -> None:
-        self._subs: list[_Subscription] = []
+        self._everywhere: list[_Subscription] = []
+        """Observers of every session."""
+        self._by_session: dict[str, list[_Subscription]] = {}
+        """Observers of one session each, by session: an event is matched against its own
+        session's only. A renderer observes each thread it renders, so a web process in a
+        burst holds thousands of these, and a scan of all of them on every event made each
+        event's cost grow with the backlog (`bench.ack_latency --seconds 30`)."""
+        self._subscribed = 0
         self._downstream = (
             _Subscription(downstream.emit, None, None, "sink") if downstream is not None else None
         )
@@ -169,21 +183,39 @@ class EventHub:
         """Observe the events emitted here, and, for a `session`, those a connected relay brings
         from other processes (an observer of every session gets only the latter of watched
         sessions)."""
-        sub = _Subscription(callback, session, turn_id, "observer")
-        self._subs.append(sub)
-        if session is not None:
+        self._subscribed += 1
+        sub = _Subscription(callback, session, turn_id, "observer", self._subscribed)
+        if session is None:
+            self._everywhere.append(sub)
+        else:
+            self._by_session.setdefault(session, []).append(sub)
             self._watched[session] += 1
             if self._watched[session] == 1 and self._relay is not None:
                 _tell(self._relay.watch, session)
 
         def unsubscribe() -> None:
             sub.close()
-            if sub in self._subs:
-                self._subs.remove(sub)
-                if session is not None:
-                    self._forget(session)
+            if session is None:
+                if sub in self._everywhere:
+                    self._everywhere.remove(sub)
+                return
+            subs = self._by_session.get(session, [])
+            if sub in subs:
+                subs.remove(sub)
+                if not subs:
+                    del self._by_session[session]
+                self._forget(session)
 
         return unsubscribe
+
+    def _matching(self, event: TurnEvent) -> list[_Subscription]:
+        """The observers that want `event`, in the order they subscribed."""
+        scoped = [sub for sub in self._by_session.get(event.session, ()) if sub.wants(event)]
+        if not self._everywhere:
+            return scoped
+        subs = [sub for sub in self._everywhere if sub.wants(event)] + scoped
+        subs.sort(key=lambda sub: sub.order)
+        return subs
 
     def _forget(self, session: str) -> None:
         self._watched[session] -= 1
@@ -197,13 +229,13 @@ class EventHub:
         observers, in order with the rest, without waiting for them, since no turn of this
         process waits on it. It goes no further: not back to the relay, and not to the host's
         sink, which gets this process's own events only."""
-        for sub in [sub for sub in self._subs if sub.wants(event)]:
+        for sub in self._matching(event):
             sub.offer(event)
 
     async def emit(self, event: TurnEvent) -> None:
         if self._relay is not None:
             _tell(self._relay.publish, event)
-        targets = [sub for sub in self._subs if sub.wants(event)]
+        targets = self._matching(event)
         if self._downstream is not None:
             targets.append(self._downstream)
         handling: dict[asyncio.Future[None], _Subscription] = {}

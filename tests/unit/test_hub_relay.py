@@ -112,3 +112,35 @@ async def test_a_broken_relay_never_reaches_the_turn(caplog: pytest.LogCaptureFi
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert errors
     assert all("event relay failed" in r.getMessage() for r in errors)
+
+
+async def test_observers_get_their_sessions_events_in_the_order_they_subscribed() -> None:
+    hub, relay = EventHub(), FakeRelay()
+    hub.connect(relay)
+    got: list[tuple[str, str, int]] = []
+    subs = {
+        name: hub.subscribe(
+            lambda e, name=name: got.append((name, e.session, e.seq)),  # type: ignore[misc]
+            session=session,
+        )
+        for name, session in [("a", "s1"), ("all", None), ("b", "s1"), ("c", "s2")]
+    }
+    others = [hub.subscribe(lambda e: None, session=f"x{i}") for i in range(1000)]
+    await hub.emit(started("s1", 1))
+    hub.deliver(started("s2", 2))
+    await hub.emit(started("s3", 3))
+    assert got == [
+        ("a", "s1", 1),
+        ("all", "s1", 1),
+        ("b", "s1", 1),
+        ("all", "s2", 2),
+        ("c", "s2", 2),
+        ("all", "s3", 3),
+    ]
+    for unsubscribe in [*subs.values(), *others]:
+        unsubscribe()
+        unsubscribe()  # twice is harmless
+    got.clear()
+    await hub.emit(started("s1", 4))
+    assert got == []
+    assert relay.watching == [], "every session's last observer left"
