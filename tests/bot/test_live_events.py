@@ -273,6 +273,17 @@ async def test_redis_going_away_mid_turn_loses_nothing_and_relaying_resumes(
         turns = await app.web.runtime.store.list_turns(session_key("T0DEMO", CHANNEL, ts1))
         assert [t.status.value for t in turns] == ["completed"]
 
+        def relay_warnings() -> list[str]:
+            return [
+                r.getMessage()
+                for r in caplog.records
+                if r.name == RELAY_LOG and r.levelno == logging.WARNING
+            ]
+
+        # Redis stays away until both relays have met the outage: the client retries once
+        # after a short back-off, so one that first used its connection after a restore (a
+        # starved send task, say) would not meet it at all.
+        await eventually(lambda: len(relay_warnings()) >= 2, what="both relays noticed the outage")
         await proxy.restore()
         ts2 = await mention_and_go(app, "second", second)
         reply2 = await finished_reply(standin, ts2, second.text)
