@@ -18,10 +18,10 @@ def freeze_startup_heap() -> None:
     100-150 ms, and those passes were most of the ack time's p99 (57-100 ms; 12-22 ms with the
     startup heap frozen). Over a 30 s burst the heap grows again (a renderer and its queue per
     thread waiting for its turn): full passes of 90-180 ms came every second or two and the
-    p99 reached 160 ms; one in ten of them left it at 47-58 ms (`bench.ack_latency --seconds
-    30`). Garbage in cycles waits longer for its pass; everything else is freed at once, as
-    ever. Called once per process after it started, never in library code: an object frozen
-    here is never freed, even once unreachable.
+    p99 reached 160 ms; with one full pass where there had been ten, it stayed at 47-60 ms
+    (`bench.ack_latency --seconds 30`). Garbage in cycles waits longer for its pass; all else
+    is freed at once, as ever. Called once per process after it started, never in library
+    code: an object frozen here is never freed, even once unreachable.
     """
     gc.collect()
     gc.freeze()
