@@ -34,6 +34,7 @@ from sqlalchemy.engine import make_url
 from agent.seams import SessionStore
 from storage import MemoryStore, SqlStore, upgrade_database
 from storage.sql_schema import STORE_TABLES
+from tests.support.service_policy import service_unavailable
 
 T = TypeVar("T")
 
@@ -82,11 +83,7 @@ def _connect_server() -> psycopg.Connection[Any]:
         "Start it, point BOT_TEST_POSTGRES_URL at a server, or set BOT_TEST_SKIP_POSTGRES=1 to "
         "skip the PostgreSQL tests."
     )
-    if os.environ.get("BOT_TEST_REQUIRE_SERVICES") == "1":
-        pytest.fail(f"{message}\n(BOT_TEST_REQUIRE_SERVICES=1: no skipping)", pytrace=False)
-    if os.environ.get("BOT_TEST_SKIP_POSTGRES") == "1":
-        pytest.skip(message)
-    pytest.fail(message, pytrace=False)
+    service_unavailable(message, "BOT_TEST_SKIP_POSTGRES")
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import json
 import os
-import signal
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
@@ -25,14 +24,13 @@ from redis.asyncio import Redis
 from agent import Agent, Runtime, ScriptedModel, TurnEvent, TurnStatus
 from storage import SqlStore
 from storage.redis_events import RedisEventRelay
+from tests.bot.processes import Process, stop, wait_line
 from tests.support.live_child import words
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres]
 
 MAIN, OTHER = "live:main", "live:other"
 DELTAS, DELAY = 40, 0.03
-
-Process = asyncio.subprocess.Process
 
 
 @contextlib.asynccontextmanager
@@ -45,24 +43,12 @@ async def process_a(db_url: str, redis_url: str, prefix: str) -> AsyncIterator[P
     try:
         yield proc
     finally:
-        if proc.returncode is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                await asyncio.wait_for(proc.wait(), 10)
-            except TimeoutError:
-                proc.kill()
-                await proc.wait()
+        await stop(proc)
 
 
 async def line(proc: Process, prefix: str, within: float = 60) -> str:
-    assert proc.stdout is not None
-    async with asyncio.timeout(within):
-        while True:
-            text = (await proc.stdout.readline()).decode()
-            if not text:
-                pytest.fail(f"process A exited before printing {prefix!r}")
-            if text.startswith(prefix):
-                return text[len(prefix) :].strip()
+    """What process A printed after `prefix`."""
+    return (await wait_line(proc, prefix, within))[len(prefix) :].strip()
 
 
 async def eventually(check: Callable[[], bool], within: float = 10) -> None:

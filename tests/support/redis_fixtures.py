@@ -16,6 +16,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from storage.redis_dispatch import redact
+from tests.support.service_policy import service_unavailable
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 
@@ -25,11 +26,7 @@ def _unavailable(message: str) -> None:
         "\nStart Redis, point BOT_TEST_REDIS_URL at a server, or set BOT_TEST_SKIP_REDIS=1 to skip "
         "the Redis tests."
     )
-    if os.environ.get("BOT_TEST_REQUIRE_SERVICES") == "1":
-        pytest.fail(f"{message}\n(BOT_TEST_REQUIRE_SERVICES=1: no skipping)", pytrace=False)
-    if os.environ.get("BOT_TEST_SKIP_REDIS") == "1":
-        pytest.skip(message)
-    pytest.fail(message, pytrace=False)
+    service_unavailable(message, "BOT_TEST_SKIP_REDIS")
 
 
 async def _ping(url: str) -> str | None:
