@@ -61,6 +61,16 @@ class Dispatcher(Protocol):
         ...
 
 
+class _Watch:
+    """What the `wait_turn` callers of one session sleep on, and how many there are."""
+
+    __slots__ = ("event", "waiters")
+
+    def __init__(self) -> None:
+        self.event = asyncio.Event()
+        self.waiters = 0
+
+
 @dataclass(frozen=True, kw_only=True)
 class _CancelNews:
     reason: str
@@ -118,7 +128,8 @@ class Runtime:
         durable cancel, and no runner is registered yet to hear the signal."""
         self._drains: dict[str, asyncio.Task[None]] = {}
         self._rekick: set[str] = set()
-        self._changed = asyncio.Event()
+        self._changed: dict[str, _Watch] = {}
+        """Per session, what its `wait_turn` callers sleep on until a drain of it ends here."""
         self._sweeper: asyncio.Task[None] | None = None
         self._closed = False
         self.run_turns = run_turns
@@ -258,15 +269,23 @@ class Runtime:
     async def wait_turn(self, key: str, turn_id: str) -> TurnResult:
         """Wait for the turn to end or park; polls the store so another process's work counts."""
         while True:
-            changed = self._changed
-            record = await self.store.get_turn(key, turn_id)
-            if record is None:
-                raise TurnNotFoundError(f"no turn {turn_id!r} on session {key!r}")
-            if record.status.finished or record.status == TurnStatus.SUSPENDED:
-                replayed = record.status.finished and (key, turn_id) in self._replays
-                return TurnResult.from_record(record, replayed=replayed)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(changed.wait(), self.poll_interval)
+            watch = self._changed.get(key)
+            if watch is None:
+                watch = self._changed[key] = _Watch()
+            watch.waiters += 1
+            try:
+                record = await self.store.get_turn(key, turn_id)
+                if record is None:
+                    raise TurnNotFoundError(f"no turn {turn_id!r} on session {key!r}")
+                if record.status.finished or record.status == TurnStatus.SUSPENDED:
+                    replayed = record.status.finished and (key, turn_id) in self._replays
+                    return TurnResult.from_record(record, replayed=replayed)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(watch.event.wait(), self.poll_interval)
+            finally:
+                watch.waiters -= 1
+                if not watch.waiters and self._changed.get(key) is watch:
+                    del self._changed[key]
 
     def signal_cancel(
         self, key: str, reason: str, *, keep: str | None = None, only: str | None = None
@@ -291,9 +310,13 @@ class Runtime:
             return
         news.apply(runner)
 
-    def notify(self) -> None:
-        self._changed.set()
-        self._changed = asyncio.Event()
+    def notify(self, key: str) -> None:
+        """Wake the `wait_turn` callers of session `key` to read its turn again. Per session:
+        with one shared wake-up, every turn's end made every waiter of every session read its
+        turn again: reads that grow with the square of the sessions waited on."""
+        watch = self._changed.pop(key, None)
+        if watch is not None:
+            watch.event.set()
 
     # workers ------------------------------------------------------------------------------
 
@@ -364,7 +387,7 @@ class Runtime:
                 with contextlib.suppress(Exception):
                     await self.store.release_lease(lease)
                     self.outage.reached(writing=True)
-                self.notify()
+                self.notify(key)
             if key not in self._rekick:
                 return
 
@@ -433,7 +456,7 @@ class Runtime:
                     for event in events:
                         await self.hub.emit(event)
                     transcript, base = [], 0
-                    self.notify()
+                    self.notify(lease.session)
                     continue
                 env = TurnEnv(
                     agent=agent,
@@ -453,7 +476,7 @@ class Runtime:
                     await runner.run()
                 finally:
                     self._running.pop(lease.session, None)
-                self.notify()
+                self.notify(lease.session)
         finally:
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -51,6 +51,10 @@ async def engine_run(url: str, sessions: int, calls: int, tag: str) -> tuple[flo
         agent=BENCH_AGENT,
         max_concurrent_sessions=sessions,
         recovery_interval=3600,
+        # `wait_turn` polls the store every `poll_interval` for turns other processes run; here
+        # every turn runs in this process, whose drains wake their waiters. The waiting is the
+        # benchmark's, not a worker's (a worker waits on nothing), so it must not poll.
+        poll_interval=3600,
     )
     keys = [f"{prefix(tag)}:{tag}:{i}" for i in range(sessions)]
     try:

@@ -2,23 +2,26 @@
 
 A commit is a handful of statements whatever the transcript's length: the fence UPDATE (which
 checks the lease, extends it and reserves event seqs, all under the session row's lock), then one
-INSERT per table touched and at most one UPDATE of the turn. Nothing here reads the transcript.
-The leases live here too: they are the other half of the fence.
+INSERT per table touched and at most one UPDATE of the turn; on PostgreSQL, usually all of them
+as one statement (`storage.sql_commit_postgres`). Nothing here reads the transcript. The leases
+live here too: they are the other half of the fence. The statements run on the driver's cursor
+(`storage.sql_driver`).
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
-from sqlalchemy import Row, Table, Update, bindparam, insert, or_, update
+from sqlalchemy import Table, bindparam, insert, or_, update
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import IntegrityError
 
 from agent.errors import FatalToolError, LeaseLostError, StepConflictError
 from agent.seams import Lease, SessionStatus, StepCommit, StoreHandle, TurnStatus
+from storage import sql_commit_postgres
 from storage.records import EncodedCommit, encode_commit, event_rows
+from storage.sql_driver import INTEGRITY_ERRORS, DriverStatement
 from storage.sql_schema import confirmations, events, facts, messages, sessions, steps, turns
 
 R = TypeVar("R")
@@ -76,8 +79,18 @@ def _held(lease: Lease) -> dict[str, Any]:
     return {"held_key": lease.session, "held_owner": lease.owner, "held_epoch": lease.epoch}
 
 
+class Fenced(NamedTuple):
+    """The session row as the fence left it."""
+
+    event_seq: int
+    """The last event seq reserved (the commit's events end there)."""
+    generation: int
+
+
 @functools.cache
-def _fence_statement(events: bool, status: bool, pending: bool, generation: bool) -> Update:
+def _fence_statement(
+    events: bool, status: bool, pending: bool, generation: bool
+) -> DriverStatement:
     values: dict[str, Any] = {
         "lease_expires_at": bindparam("f_expires"),
         "updated_at": bindparam("f_now"),
@@ -90,7 +103,7 @@ def _fence_statement(events: bool, status: bool, pending: bool, generation: bool
         values["pending"] = bindparam("f_pending")
     if generation:
         values["generation"] = sessions.c.generation + 1
-    return (
+    return DriverStatement(
         update(sessions)
         .where(*_HELD)
         .values(values)
@@ -109,7 +122,7 @@ def fence(
     set_pending: bool = False,
     pending: str | None = None,
     next_generation: bool = False,
-) -> Row[Any]:
+) -> Fenced:
     """Check the lease and extend it in one UPDATE of the session row, which also reserves
     `events` seqs, and sets the status, `pending` (with `set_pending`) or the next generation.
 
@@ -124,44 +137,57 @@ def fence(
         params["f_status"] = SessionStatus(status).value
     if set_pending:
         params["f_pending"] = pending
-    row = conn.execute(stmt, params).first()
+    row = stmt.first(conn, params)
     if row is None:
-        raise LeaseLostError(
-            f"lease on session {lease.session!r} (owner {lease.owner!r}, epoch {lease.epoch}) "
-            "is no longer held"
-        )
-    return row
+        raise _lease_lost(lease)
+    return Fenced(int(row[0]), int(row[1]))
+
+
+def _lease_lost(lease: Lease) -> LeaseLostError:
+    return LeaseLostError(
+        f"lease on session {lease.session!r} (owner {lease.owner!r}, epoch {lease.epoch}) "
+        "is no longer held"
+    )
+
+
+_ACQUIRE = DriverStatement(
+    update(sessions)
+    .where(
+        sessions.c.key == bindparam("a_key"),
+        or_(sessions.c.lease_owner.is_(None), sessions.c.lease_expires_at < bindparam("a_now")),
+    )
+    .values(
+        lease_owner=bindparam("a_owner"),
+        lease_epoch=sessions.c.lease_epoch + 1,
+        lease_expires_at=bindparam("a_expires"),
+        updated_at=bindparam("a_now"),
+    )
+    .returning(sessions.c.lease_epoch)
+)
 
 
 def acquire_lease(conn: Connection, session: str, owner: str, ttl: float, now: float) -> int | None:
-    stmt = (
-        update(sessions)
-        .where(
-            sessions.c.key == session,
-            or_(sessions.c.lease_owner.is_(None), sessions.c.lease_expires_at < now),
-        )
-        .values(
-            lease_owner=owner,
-            lease_epoch=sessions.c.lease_epoch + 1,
-            lease_expires_at=now + ttl,
-            updated_at=now,
-        )
-        .returning(sessions.c.lease_epoch)
-    )
-    epoch = conn.execute(stmt).scalar_one_or_none()
-    return None if epoch is None else int(epoch)
+    params = {"a_key": session, "a_now": now, "a_owner": owner, "a_expires": now + ttl}
+    row = _ACQUIRE.first(conn, params)
+    return None if row is None else int(row[0])
 
 
-_RENEW = update(sessions).where(*_HELD).values(lease_expires_at=bindparam("f_expires"))
-_RELEASE = update(sessions).where(*_HELD).values(lease_owner=None, lease_expires_at=0)
+_RENEW = DriverStatement(
+    update(sessions).where(*_HELD).values(lease_expires_at=bindparam("f_expires"))
+)
+_RELEASE = DriverStatement(
+    update(sessions)
+    .where(*_HELD)
+    .values(lease_owner=bindparam("f_owner"), lease_expires_at=bindparam("f_expires"))
+)
 
 
 def renew_lease(conn: Connection, lease: Lease, ttl: float, now: float) -> bool:
-    return conn.execute(_RENEW, {**_held(lease), "f_expires": now + ttl}).rowcount == 1
+    return _RENEW.count(conn, {**_held(lease), "f_expires": now + ttl}) == 1
 
 
 def release_lease(conn: Connection, lease: Lease) -> None:
-    conn.execute(_RELEASE, _held(lease))
+    _RELEASE.count(conn, {**_held(lease), "f_owner": None, "f_expires": 0})
 
 
 # -- step commits -------------------------------------------------------------------------------
@@ -176,7 +202,15 @@ def commit_step(
     now: float,
 ) -> int:
     """The body of `SqlStore.commit`; returns the last event seq reserved."""
-    last_seq = int(_step_fence(conn, lease, commit, encoded, ttl, now).event_seq)
+    if sql_commit_postgres.fits(conn, encoded):
+        try:
+            one = sql_commit_postgres.commit_step(conn, lease, commit, encoded, ttl, now)
+        except INTEGRITY_ERRORS as err:
+            raise _conflict(lease.session, commit, encoded) from err
+        if one is None:
+            raise _lease_lost(lease)
+        return one
+    last_seq = _step_fence(conn, lease, commit, encoded, ttl, now).event_seq
     write_rows(conn, lease.session, commit, encoded, last_seq)
     return last_seq
 
@@ -194,12 +228,12 @@ def commit_local(
     The fence comes first so a zombie worker's tool never writes at all; the session row stays
     locked while the tool runs, which is what makes its writes exactly-once with the step.
     """
-    last_seq = int(fence(conn, lease, ttl, now).event_seq)
+    last_seq = fence(conn, lease, ttl, now).event_seq
     result = run_local(conn, run)
     commit = build(result)
     encoded = encode_commit(lease.session, commit)
     if commit.events or commit.session_status is not None or commit.set_pending:
-        last_seq = int(_step_fence(conn, lease, commit, encoded, ttl, now).event_seq)
+        last_seq = _step_fence(conn, lease, commit, encoded, ttl, now).event_seq
     write_rows(conn, lease.session, commit, encoded, last_seq)
     return result, commit, last_seq
 
@@ -211,7 +245,7 @@ def _step_fence(
     encoded: EncodedCommit,
     ttl: float,
     now: float,
-) -> Row[Any]:
+) -> Fenced:
     return fence(
         conn,
         lease,
@@ -224,12 +258,15 @@ def _step_fence(
     )
 
 
-_INSERT = {table: insert(table) for table in (steps, messages, events, confirmations, facts)}
+_INSERT = {
+    table: DriverStatement(insert(table))
+    for table in (steps, messages, events, confirmations, facts)
+}
 
 
 @functools.cache
-def _turn_update(columns: tuple[str, ...]) -> Update:
-    return (
+def _turn_update(columns: tuple[str, ...]) -> DriverStatement:
+    return DriverStatement(
         update(turns)
         .where(
             turns.c.session_key == bindparam("t_session"), turns.c.turn_id == bindparam("t_turn")
@@ -250,7 +287,7 @@ def write_rows(
                 "step_id": commit.step_id,
                 "value": encoded.step_value,
             }
-            conn.execute(_INSERT[steps], step)
+            _INSERT[steps].count(conn, step)
         message_rows = [
             {
                 "session_key": session,
@@ -265,12 +302,8 @@ def write_rows(
         insert_many(conn, events, event_rows(session, encoded.events, last_seq))
         insert_many(conn, confirmations, encoded.confirmations)
         insert_many(conn, facts, encoded.facts)
-    except IntegrityError as err:
-        raise StepConflictError(
-            f"session {session!r} already has step {commit.step_id!r}, one of message indexes "
-            f"{[m.idx for m in encoded.messages]}, or one of the commit's confirmations or fact "
-            "versions"
-        ) from err
+    except INTEGRITY_ERRORS as err:
+        raise _conflict(session, commit, encoded) from err
     changes: dict[str, Any] = {}
     if commit.turn_status is not None:
         changes["status"] = TurnStatus(commit.turn_status).value
@@ -283,15 +316,22 @@ def write_rows(
     if changes:
         params = {f"t_{name}": value for name, value in changes.items()}
         params.update(t_session=session, t_turn=commit.turn_id)
-        conn.execute(_turn_update(tuple(changes)), params)
+        _turn_update(tuple(changes)).count(conn, params)
+
+
+def _conflict(session: str, commit: StepCommit, encoded: EncodedCommit) -> StepConflictError:
+    return StepConflictError(
+        f"session {session!r} already has step {commit.step_id!r}, one of message indexes "
+        f"{[m.idx for m in encoded.messages]}, or one of the commit's confirmations or fact "
+        "versions"
+    )
 
 
 def insert_many(conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:
-    """One driver call per table: a cached single-row INSERT run as an executemany.
+    """One driver call per table: a single-row INSERT run as an executemany.
 
-    A literal multi-row VALUES would be recompiled on every commit (its SQL depends on the row
-    count, so SQLAlchemy cannot cache it), which costs more than the round trip it saves; the
-    driver's executemany reuses one prepared statement instead (psycopg pipelines it).
+    A literal multi-row VALUES would be compiled anew for every row count, which costs more than
+    the round trip it saves; the driver's executemany reuses one prepared statement instead
+    (psycopg pipelines it).
     """
-    if rows:
-        conn.execute(_INSERT[table], list(rows))
+    _INSERT[table].execute_many(conn, rows)

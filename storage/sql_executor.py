@@ -15,8 +15,8 @@ stop every ack, lease heartbeat and renderer of the process meanwhile.
   one transaction and one fsync for the group, each body in a savepoint of its own, so one that
   fails is rolled back alone (`ThreadExecutor._commit_group`).
 - PostgreSQL: psycopg 3's sync driver on as many threads as the pool has connections, each
-  transaction on a connection checked out of the pool (so the dialect's ping of a connection idle
-  for a while runs at checkout, as before). PostgreSQL runs transactions side by side; when every
+  thread keeping the connection it opened (pinged first when it sat idle for a while, see
+  `ping_after_idle`). PostgreSQL runs transactions side by side; when every
   thread is busy, the next transaction waits in this executor's queue, where urgent ones go first,
   rather than in the pool's. psycopg releases the GIL while it waits on the server, so the threads
   cost the loop little. (Before, the body ran on the loop through `AsyncConnection.run_sync`: a
@@ -34,13 +34,13 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import concurrent.futures
+import contextlib
 import contextvars
 import functools
 import queue
 import threading
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from sqlalchemy.engine import Connection, Engine
@@ -99,11 +99,16 @@ class ThreadExecutor:
         keep_connection: bool = False,
         database: str | None = None,
         group_writes: int = 1,
+        ping_after_idle: float | None = None,
     ) -> None:
         """`database`: how errors name the database (the URL as configured, password hidden);
         by default the engine's URL. `group_writes` > 1 (one thread only): write transactions
         waiting in the queue when the thread comes free commit together, up to that many, each
-        in a savepoint of its own (see `_commit_group`)."""
+        in a savepoint of its own (see `_commit_group`). `ping_after_idle` (with
+        `keep_connection`): a kept connection unused for that many seconds is pinged before its
+        next transaction and replaced if the ping fails, so a server restart or failover that
+        killed it while idle fails no call (one in use a moment ago is as alive as a ping would
+        show; pinging before every transaction cost each a round trip)."""
         if threads < 1:
             raise ValueError("a ThreadExecutor needs at least one thread")
         if group_writes > 1 and threads != 1:
@@ -114,6 +119,7 @@ class ThreadExecutor:
         self._name = name
         self._max_threads = threads
         self._keep_connection = keep_connection
+        self._ping_after_idle = ping_after_idle
         # Two lanes and a wake-up token per job: all of it C-implemented and lock-free from
         # Python's side (a `queue.PriorityQueue` added about 20 µs per hop with its Condition).
         self._lanes: tuple[collections.deque[_Job], collections.deque[_Job]] = (
@@ -129,7 +135,8 @@ class ThreadExecutor:
         """Threads done with their last job and not yet promised to a new one."""
         self._retired = 0
         self._local = threading.local()
-        """`connection`: the connection a thread keeps (with `keep_connection`)."""
+        """`connection`: the connection a thread keeps (with `keep_connection`); `used_at`: when
+        its last transaction ended (`time.monotonic()`)."""
 
     @property
     def threads(self) -> list[threading.Thread]:
@@ -164,15 +171,16 @@ class ThreadExecutor:
         # The caller's context goes along (as `asyncio.to_thread` does), so a local tool running
         # in the transaction sees the turn's context variables (logging, tracing).
         context = contextvars.copy_context()
-        future: concurrent.futures.Future[R] = concurrent.futures.Future()
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[R] = loop.create_future()
         call = functools.partial(context.run, fn, *args)
-        job = _Job(priority, future, call, context, write_body)
+        job = _Job(priority, loop, waiter, call, context, write_body)
         self._lanes[0 if priority == _URGENT else 1].append(job)
         if priority != _LAST:
             self._find_thread()
         self._wake.put(None)
         # Cancelling the await cancels a job that has not started; one that has runs to its end.
-        return await asyncio.wrap_future(future)
+        return await waiter
 
     def _find_thread(self) -> None:
         """Promise the new job an idle thread, or start one while fewer than `threads` run;
@@ -199,19 +207,23 @@ class ThreadExecutor:
                 job = urgent.popleft() if urgent else background.popleft()
                 group = self._more_writes(job)
             if group:
-                self._commit_group([job, *group])
-                continue
-            if job.future.set_running_or_notify_cancel():
+                outcomes = self._commit_group([job, *group])
+            elif job.starts():
                 try:
-                    result = job.call()
+                    outcomes = [(job, True, job.call())]
                 except BaseException as exc:
-                    job.future.set_exception(exc)
-                else:
-                    job.future.set_result(result)
+                    outcomes = [(job, False, exc)]
+            else:
+                outcomes = []
+            if job.priority != _LAST:
+                # Idle before the callers hear back: a caller's next transaction then finds
+                # this thread free instead of starting another (and, on PostgreSQL, opening
+                # another connection).
+                with self._lock:
+                    self._idle += 1
+            _settle(outcomes)
             if job.priority == _LAST:
                 return
-            with self._lock:
-                self._idle += 1
 
     def _more_writes(self, first: _Job) -> list[_Job]:
         """The write transactions queued behind `first` (a write), urgent ones first, to commit
@@ -224,67 +236,105 @@ class ThreadExecutor:
                 taken.append(lane.popleft())
         return taken
 
-    def _commit_group(self, jobs: list[_Job]) -> None:
+    def _commit_group(self, jobs: list[_Job]) -> list[_Outcome]:
         """Group commit: one transaction, one fsync, for write transactions that were waiting
         anyway (SQLite has one writer). Each body runs in a savepoint of its own, so one that
         raises (a lost lease, a local tool's error, a duplicate step) is rolled back alone and
         gets its exception; the others commit together, and none hears back before the group's
         COMMIT is durable. If that COMMIT fails, every body in the group gets the error, as each
-        would have alone."""
-        running = [job for job in jobs if job.future.set_running_or_notify_cancel()]
-        outcomes: list[tuple[_Job, bool, Any]] = []
+        would have alone.
+
+        The savepoints are plain SQL on the driver's connection, not SQLAlchemy's
+        `begin_nested`, which cost more than a step's own statements (bench/README.md). A
+        body's own `begin_nested` nests inside (its savepoints have other names)."""
+        running = [job for job in jobs if job.starts()]
+        outcomes: list[_Outcome] = []
         conn: Connection | None = None
         try:
             conn = self._connection()
             conn.execution_options(**{WRITE_OPTION: True})
             with conn.begin():
-                for job in running:
-                    assert job.write_body is not None
-                    assert job.context is not None
-                    try:
-                        with conn.begin_nested():
+                cursor = conn.connection.cursor()
+                try:
+                    for job in running:
+                        assert job.write_body is not None
+                        assert job.context is not None
+                        cursor.execute(_SAVEPOINT)
+                        try:
                             value = job.context.run(job.write_body, conn)
-                    except Exception as exc:
-                        if conn.invalidated or is_unavailable(exc):
-                            raise  # the database, not this body: the whole group fails
-                        outcomes.append((job, False, exc))
-                    else:
-                        outcomes.append((job, True, value))
+                        except Exception as exc:
+                            if conn.invalidated or is_unavailable(exc):
+                                raise  # the database, not this body: the whole group fails
+                            cursor.execute(_ROLLBACK_TO)
+                            outcomes.append((job, False, exc))
+                        else:
+                            outcomes.append((job, True, value))
+                        cursor.execute(_RELEASE)
+                finally:
+                    cursor.close()
         except BaseException as exc:
             error: BaseException = exc
             lost = conn is not None and conn.invalidated
             plain = isinstance(exc, Exception) and not isinstance(exc, StoreUnavailableError)
             if plain and (is_unavailable(exc) or lost):
                 error = self._unavailable(exc)
-            for job in running:
-                job.future.set_exception(error)
-            return
-        for job, ok, value in outcomes:
-            if ok:
-                job.future.set_result(value)
-            else:
-                job.future.set_exception(value)
+            if isinstance(error, StoreUnavailableError):
+                self._drop_kept()
+            return [(job, False, error) for job in running]
+        finally:
+            self._local.used_at = time.monotonic()
+        return outcomes
 
     def _connection(self) -> Connection:
         kept: Connection | None = getattr(self._local, "connection", None)
+        if kept is not None and not kept.closed and not kept.invalidated and self._stale(kept):
+            kept.invalidate()
         if kept is None or kept.closed or kept.invalidated:
             if kept is not None:
                 kept.close()
             kept = self._local.connection = self._engine.connect()
         return kept
 
+    def _stale(self, kept: Connection) -> bool:
+        """Whether the kept connection sat idle past `ping_after_idle` and fails a ping."""
+        if self._ping_after_idle is None:
+            return False
+        if time.monotonic() - getattr(self._local, "used_at", 0.0) < self._ping_after_idle:
+            return False
+        dbapi_connection = kept.connection.dbapi_connection
+        if dbapi_connection is None:
+            return True
+        try:
+            return not self._engine.dialect.do_ping(dbapi_connection)
+        except Exception:
+            return True
+
     def _transaction(self, body: Callable[[Connection], R], write: bool) -> R:
         try:
             if not self._keep_connection:
                 with self._engine.connect() as conn:
                     return self._run(conn, body, write)
-            return self._run(self._connection(), body, write)
+            try:
+                return self._run(self._connection(), body, write)
+            finally:
+                self._local.used_at = time.monotonic()
         except StoreUnavailableError:
+            self._drop_kept()
             raise
         except Exception as exc:
             if is_unavailable(exc):
+                self._drop_kept()
                 raise self._unavailable(exc) from exc
             raise
+
+    def _drop_kept(self) -> None:
+        """After the database was found unavailable, never reuse the thread's kept connection:
+        a statement run on the driver's own cursor (`storage.sql_driver`) fails without
+        SQLAlchemy seeing it, so SQLAlchemy may not have invalidated it."""
+        kept: Connection | None = getattr(self._local, "connection", None)
+        if kept is not None and not kept.invalidated:
+            with contextlib.suppress(Exception):
+                kept.invalidate()
 
     def _run(self, conn: Connection, body: Callable[[Connection], R], write: bool) -> R:
         try:
@@ -325,11 +375,60 @@ def _run(conn: Connection, body: Callable[[Connection], R], write: bool) -> R:
         transaction.rollback()
 
 
-@dataclass(frozen=True)
+_SAVEPOINT = "SAVEPOINT storage_group_body"
+_ROLLBACK_TO = "ROLLBACK TO storage_group_body"
+_RELEASE = "RELEASE storage_group_body"
+
+
 class _Job:
-    priority: int
-    future: concurrent.futures.Future[Any]
-    call: Callable[[], Any]
-    context: contextvars.Context | None = None
-    write_body: Callable[[Connection], Any] | None = None
-    """Set for a write transaction: what group commit runs in a savepoint."""
+    """One transaction on its way to a thread, and the future its caller awaits on the loop."""
+
+    __slots__ = ("call", "context", "loop", "priority", "waiter", "write_body")
+
+    def __init__(
+        self,
+        priority: int,
+        loop: asyncio.AbstractEventLoop,
+        waiter: asyncio.Future[Any],
+        call: Callable[[], Any],
+        context: contextvars.Context | None = None,
+        write_body: Callable[[Connection], Any] | None = None,
+    ) -> None:
+        self.priority = priority
+        self.loop = loop
+        self.waiter = waiter
+        self.call = call
+        self.context = context
+        self.write_body = write_body
+        """Set for a write transaction: what group commit runs in a savepoint."""
+
+    def starts(self) -> bool:
+        """False if its caller stopped waiting before a thread took it: then it never runs."""
+        return not self.waiter.cancelled()
+
+
+_Outcome = tuple[_Job, bool, Any]
+"""A job, whether its body returned, and what it returned or raised."""
+
+
+def _settle(outcomes: list[_Outcome]) -> None:
+    """Hand the outcomes to their loops, one wake-up per loop for a whole group: each wake-up is
+    a write to the loop's self-pipe, a system call the store's thread makes while every session
+    waits on it."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[_Outcome]] = {}
+    for outcome in outcomes:
+        by_loop.setdefault(outcome[0].loop, []).append(outcome)
+    for loop, mine in by_loop.items():
+        with contextlib.suppress(RuntimeError):  # the loop closed: nobody is waiting any more
+            loop.call_soon_threadsafe(_deliver, mine)
+
+
+def _deliver(outcomes: list[_Outcome]) -> None:
+    """On the loop: set each waiter that is still waited on."""
+    for job, ok, value in outcomes:
+        if job.waiter.done():
+            continue  # cancelled while its body ran; the body's outcome goes nowhere
+        if ok:
+            job.waiter.set_result(value)
+        else:
+            job.waiter.set_exception(value)

@@ -82,6 +82,37 @@ _GET_TURN = select(turns).where(
 )
 
 
+# The reads a worker makes on every turn, built once (see `_QueueStatements` for why).
+_NEXT_TURN = (
+    select(turns)
+    .where(turns.c.session_key == bindparam("b_session"), turns.c.status.in_(UNFINISHED_VALUES))
+    .order_by(turns.c.id)
+    .limit(1)
+)
+_IN_SESSION = messages.c.session_key == bindparam("b_session")
+_LAST_INDEX = select(func.max(messages.c.idx)).where(_IN_SESSION)
+_OPENING_BEFORE = (
+    select(messages.c.idx)
+    .where(
+        _IN_SESSION,
+        messages.c.idx <= bindparam("b_first"),
+        messages.c.role.in_(OPENING_ROLES),
+    )
+    .order_by(messages.c.idx.desc())
+    .limit(1)
+)
+_MESSAGES_FROM = (
+    select(messages.c.body)
+    .where(_IN_SESSION, messages.c.idx >= bindparam("b_base"))
+    .order_by(messages.c.idx)
+)
+_STEPS = (
+    select(steps.c.step_id, steps.c.value)
+    .where(steps.c.session_key == bindparam("b_session"), steps.c.turn_id == bindparam("b_turn"))
+    .order_by(steps.c.id)
+)
+
+
 @functools.cache
 def _queue_statements(dialect: str) -> _QueueStatements:
     return _QueueStatements(dialect)
@@ -216,13 +247,7 @@ def get_turn(conn: Connection, session: str, turn_id: str) -> TurnRecord | None:
 
 
 def next_turn(conn: Connection, session: str) -> TurnRecord | None:
-    query = (
-        select(turns)
-        .where(turns.c.session_key == session, turns.c.status.in_(UNFINISHED_VALUES))
-        .order_by(turns.c.id)
-        .limit(1)
-    )
-    row = conn.execute(query).first()
+    row = conn.execute(_NEXT_TURN, {"b_session": session}).first()
     return None if row is None else turn_record(row._mapping)
 
 
@@ -261,35 +286,23 @@ def load_transcript_tail(conn: Connection, session: str, at_least: int) -> Trans
     """Three index range reads on the primary key, none of which grows with the transcript:
     the last index, the opening at or before the window's first message (a walk back over one
     turn at most), then the rows from there."""
-    in_session = messages.c.session_key == session
-    last = conn.execute(select(func.max(messages.c.idx)).where(in_session)).scalar()
+    last = conn.execute(_LAST_INDEX, {"b_session": session}).scalar()
     if last is None:
         return TranscriptTail(base=0, messages=[])
     base = 0
     first_wanted = int(last) + 1 - max(at_least, 1)
     if first_wanted > 0:
         opening = conn.execute(
-            select(messages.c.idx)
-            .where(in_session, messages.c.idx <= first_wanted, messages.c.role.in_(OPENING_ROLES))
-            .order_by(messages.c.idx.desc())
-            .limit(1)
+            _OPENING_BEFORE, {"b_session": session, "b_first": first_wanted}
         ).scalar()
         base = int(opening) if opening is not None else 0
-    query = (
-        select(messages.c.body).where(in_session, messages.c.idx >= base).order_by(messages.c.idx)
-    )
-    return TranscriptTail(
-        base=base, messages=[message_from_json(body) for body in conn.execute(query).scalars()]
-    )
+    rows = conn.execute(_MESSAGES_FROM, {"b_session": session, "b_base": base}).scalars()
+    return TranscriptTail(base=base, messages=[message_from_json(body) for body in rows])
 
 
 def load_steps(conn: Connection, session: str, turn_id: str) -> dict[str, JsonValue]:
-    query = (
-        select(steps.c.step_id, steps.c.value)
-        .where(steps.c.session_key == session, steps.c.turn_id == turn_id)
-        .order_by(steps.c.id)
-    )
-    return {row.step_id: load_json(row.value) for row in conn.execute(query)}
+    rows = conn.execute(_STEPS, {"b_session": session, "b_turn": turn_id})
+    return {row.step_id: load_json(row.value) for row in rows}
 
 
 def read_events(

@@ -23,7 +23,7 @@ from sqlalchemy import Connection, create_engine, inspect, text
 from sqlalchemy.engine import make_url
 
 import storage
-from agent.errors import FatalToolError, SchemaMismatchError
+from agent.errors import FatalToolError, SchemaMismatchError, StoreUnavailableError
 from agent.messages import UserMessage
 from agent.seams import StepCommit, StoreHandle
 from agent.turn_input import TurnInput
@@ -444,6 +444,49 @@ async def test_processes_sharing_one_sqlite_file_serialize_their_writes(sqlite_u
         for n in range(4):
             transcript = await store.load_transcript(f"own-w{n}")
             assert transcript == [UserMessage(turn_id=f"t{i}", text="hi") for i in range(20)]
+    finally:
+        await store.close()
+
+
+def _kill_client_backends(postgres_url: str) -> int:
+    admin = make_url(postgres_url).set(drivername="postgresql")
+    with psycopg.connect(admin.render_as_string(hide_password=False), autocommit=True) as pg:
+        killed = pg.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid() "
+            "AND application_name = '' AND backend_type = 'client backend'"
+        ).fetchone()
+    assert killed is not None
+    return int(killed[0])
+
+
+@pytest.mark.postgres
+async def test_postgres_connection_killed_while_in_use_fails_one_call_and_is_replaced(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A connection that dies between two step commits (no idle ping: it was busy a moment
+    ago) fails the next commit as `StoreUnavailableError`, whatever ran the statement (the step
+    commit goes straight to psycopg's cursor, past SQLAlchemy), nothing of it is written, and
+    the call after it runs on a new connection."""
+    from storage import sql_dialects
+
+    monkeypatch.setattr(sql_dialects, "PING_AFTER_IDLE", 3600.0)
+    store = await SqlStore.open(postgres_url)
+    try:
+        await store.enqueue_turn("s", "t1", TurnInput(text="hi"))
+        lease = await store.acquire_lease("s", "w1", 30.0, 1_000.0)
+        assert lease is not None
+        assert _kill_client_backends(postgres_url) >= 1
+        opening = StepCommit(
+            turn_id="t1",
+            step_id="input:t1:open",
+            messages=[(0, UserMessage(turn_id="t1", text="hi"))],
+        )
+        with pytest.raises(StoreUnavailableError):
+            await store.commit(lease, opening, 30.0, 1_001.0)
+        assert await store.load_transcript("s") == []
+        await store.commit(lease, opening, 30.0, 1_002.0)
+        assert await store.load_transcript("s") == [UserMessage(turn_id="t1", text="hi")]
     finally:
         await store.close()
 
