@@ -22,8 +22,13 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
+# Tests run in parallel, one pytest worker per CPU by default (each worker has its own PostgreSQL
+# database and SQLite files; Redis keys are namespaced per test). TEST_WORKERS=0 runs them in
+# one process.
+TEST_WORKERS ?= auto
+
 test: lint
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal
 
 # The deploy lock file: every package pinned, resolved from pyproject.toml (README, "Deploy").
 lock: install

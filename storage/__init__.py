@@ -5,10 +5,14 @@
 
 from __future__ import annotations
 
-from agent.seams import SessionStore
+import typing
+
 from storage.memory_store import MemoryStore
 from storage.migrate import current_revision, upgrade_database
 from storage.sql_store import SqlStore
+
+if typing.TYPE_CHECKING:
+    from agent.seams import SessionStore
 
 __all__ = [
     "MemoryStore",

@@ -3,19 +3,15 @@ SIGKILL the process running the turns."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import os
-import signal
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import pytest
-
 from tests.bot.harness import ONE_PROCESS, WEB_AND_WORKER
+from tests.support import children
+from tests.support.children import Process, stop, wait_line
 
-Process = asyncio.subprocess.Process
+__all__ = ["Process", "served", "spawn", "stop", "wait_line"]
 
 
 @contextlib.asynccontextmanager
@@ -37,19 +33,13 @@ async def spawn(
     """One child process; yields it and its HTTP port (0 for a worker), stops it on exit.
     `env`: added to this process's environment (e.g. `REDIS_URL`). `log`: a file its stderr
     (its log) is appended to, instead of this process's stderr."""
-    argv = [sys.executable, "-m", "tests.bot.app_child", db_url, api_url, script, "--role", role]
-    argv += ["--port", str(port), "--agent", agent, "--lease-ttl", str(lease_ttl)]
-    argv += ["--timing", timing]
+    args = [db_url, api_url, script, "--role", role, "--port", str(port), "--agent", agent]
+    args += ["--lease-ttl", str(lease_ttl), "--timing", timing]
     if crash:
-        argv += ["--crash", crash]
+        args += ["--crash", crash]
     with contextlib.ExitStack() as files:
         stderr = files.enter_context(log.open("ab")) if log is not None else None
-        proc = await asyncio.create_subprocess_exec(
-            *argv,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=stderr,
-            env={**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"},
-        )
+        proc = await children.start("tests.bot.app_child", *args, env=env, stderr=stderr)
     try:
         line = await wait_line(proc, "PORT ", within=started_within)
         yield proc, int(line.split()[1])
@@ -74,24 +64,3 @@ async def served(
             yield worker, port
     else:
         raise ValueError(f"unknown serving mode {serving!r}")
-
-
-async def stop(proc: Process) -> None:
-    if proc.returncode is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            await asyncio.wait_for(proc.wait(), 10)
-        except TimeoutError:
-            proc.kill()
-            await proc.wait()
-
-
-async def wait_line(proc: Process, prefix: str, within: float = 30) -> str:
-    assert proc.stdout is not None
-    async with asyncio.timeout(within):
-        while True:
-            line = (await proc.stdout.readline()).decode()
-            if not line:
-                pytest.fail(f"the child exited before printing {prefix!r}")
-            if line.startswith(prefix):
-                return line

@@ -4,18 +4,19 @@ still streams (both only speed up news between processes, the database stays the
 
 from __future__ import annotations
 
-import os
+from redis.asyncio import Redis
 
 from bot.inbound import session_key
 from tests.bot.agents import AGENT, SIMPLE, model
 from tests.bot.harness import eventually, idle, replies
 
 CHANNEL = "C0REDIS"
-REDIS = os.environ.get("BOT_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 
-async def test_bot_with_redis_url_attaches_the_dispatcher(db_url, launch, standin, redis_prefix):  # type: ignore[no-untyped-def]
-    app = await launch(db_url, AGENT, model(SIMPLE), REDIS_URL=REDIS, REDIS_PREFIX=redis_prefix)
+async def test_bot_with_redis_url_attaches_the_dispatcher(
+    db_url, launch, standin, redis_url, redis_prefix
+):  # type: ignore[no-untyped-def]
+    app = await launch(db_url, AGENT, model(SIMPLE), REDIS_URL=redis_url, REDIS_PREFIX=redis_prefix)
     ts = await app.slack.mention("U0ALICE", "hello?", channel=CHANNEL)
     await eventually(lambda: any("agent." in m.text for m in replies(standin, CHANNEL)))
     await eventually(lambda: idle(standin, CHANNEL))
@@ -29,3 +30,10 @@ async def test_bot_with_redis_url_attaches_the_dispatcher(db_url, launch, standi
     assert app.bot.runtime.hub._relay is app.bot._relay
     turns = await app.turns(session_key("T0DEMO", CHANNEL, ts))
     assert [t.status.value for t in turns] == ["completed"]
+    # On the server, not only in the bot's objects: the workers' consumer group exists.
+    client = Redis.from_url(redis_url)
+    try:
+        groups = await client.xinfo_groups(f"{redis_prefix}:turns")
+    finally:
+        await client.aclose()
+    assert [g["name"] for g in groups] == [app.bot._dispatcher.group.encode()]

@@ -15,6 +15,8 @@ import pytest
 from sqlalchemy.engine import make_url
 
 ROOT = Path(__file__).resolve().parents[2]
+BENCH_LOCK = 0x626F7462656E6368
+"""A server-wide advisory lock key ("botbench") that the benchmark tests take in turn."""
 
 
 def _conninfo(url: str) -> str:
@@ -62,9 +64,17 @@ def _run_bench(conninfo: str, *argv: str) -> None:
 def test_a_benchmark_leaves_the_server_as_it_found_it(
     someone_elses_table: str, argv: tuple[str, ...]
 ) -> None:
-    before = _bench_databases(someone_elses_table)
-    _run_bench(someone_elses_table, *argv)
-    with psycopg.connect(someone_elses_table, autocommit=True) as conn:
-        rows: list[Any] = conn.execute("select v from not_the_benchmarks").fetchall()
-    assert rows == [(42,)], "the benchmark touched a database it did not create"
-    assert _bench_databases(someone_elses_table) == before, "its own databases were not dropped"
+    # One benchmark at a time on the server, whichever test process runs it (the suite runs in
+    # parallel): another's databases appearing meanwhile would look like this one's leftovers.
+    # Advisory locks are per database, and each test process has its own: so the lock is taken
+    # in the server's own database, the one every test process connects to first.
+    server = os.environ.get("BOT_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+    with psycopg.connect(server, autocommit=True) as lock:
+        lock.execute("select pg_advisory_lock(%s)", (BENCH_LOCK,))
+        before = _bench_databases(someone_elses_table)
+        _run_bench(someone_elses_table, *argv)
+        with psycopg.connect(someone_elses_table, autocommit=True) as conn:
+            rows: list[Any] = conn.execute("select v from not_the_benchmarks").fetchall()
+        assert rows == [(42,)], "the benchmark touched a database it did not create"
+        after = _bench_databases(someone_elses_table)
+        assert after == before, "its own databases were not dropped"

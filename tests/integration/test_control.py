@@ -30,7 +30,7 @@ from agent import (
     receive,
     tool,
 )
-from agent.seams import SessionStore
+from agent.seams import SessionStore, TurnKind
 from tests.support.hitl_fixtures import refund_agent, refund_model, slack_event
 
 
@@ -382,6 +382,15 @@ async def test_a_message_to_a_parked_session_queues_behind_a_pending_reset(
     assert (cancelled.status, cancelled.cancel_reason) == (TurnStatus.CANCELLED, "reset")
 
 
+async def _until_queued(store: SessionStore, session: str, kind: TurnKind) -> None:
+    """Wait until a turn of `kind` is durably queued on `session` (what a test orders by)."""
+    async with asyncio.timeout(30):
+        while True:
+            if any(t.kind == kind for t in await store.list_turns(session)):
+                return
+            await asyncio.sleep(0.01)  # a store offers nothing to wait on: poll it
+
+
 async def test_turn_queued_behind_a_reset_starts_from_an_empty_transcript(
     store: SessionStore,
 ) -> None:
@@ -407,7 +416,7 @@ async def test_turn_queued_behind_a_reset_starts_from_an_empty_transcript(
         t1 = await session.start("first")
         await entered.wait()
         reset_task = asyncio.create_task(session.reset())
-        await asyncio.sleep(0.05)
+        await _until_queued(store, "s1", TurnKind.RESET)  # the reset goes first, then "after"
         t2 = await session.start("after")
         gate.set()
         reset = await reset_task

@@ -4,9 +4,6 @@ runs again, and the local tool's store write exists exactly once."""
 
 from __future__ import annotations
 
-import asyncio
-import os
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -15,9 +12,8 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from agent import AssistantMessage, ToolMessage, UserMessage
 from storage import SqlStore
+from tests.support import children
 from tests.support.engine_fixtures import RUN_LOG_ENV, count_orders, read_runs
-
-ROOT = Path(__file__).resolve().parents[2]
 
 BOUNDARIES = [
     "before:opening",
@@ -33,47 +29,23 @@ BOUNDARIES = [
 ]
 
 
-async def _child(url: str, turn: str, run_log: Path, *extra: str) -> asyncio.subprocess.Process:
-    """An asyncio subprocess: its pipes are read without blocking the test's event loop."""
-    env = {**os.environ, RUN_LOG_ENV: str(run_log), "PYTHONPATH": str(ROOT)}
-    return await asyncio.create_subprocess_exec(
-        *[sys.executable, "-m", "tests.support.crash_child", url, "crash:s", turn, *extra],
-        cwd=ROOT,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
+async def _child(url: str, turn: str, run_log: Path, *extra: str) -> children.Process:
+    return await children.start(
+        "tests.support.crash_child", url, "crash:s", turn, *extra, env={RUN_LOG_ENV: str(run_log)}
     )
-
-
-async def _lines_until(proc: asyncio.subprocess.Process, prefix: str) -> str:
-    """The child's first output line starting with `prefix` ("" if it ends without one)."""
-    assert proc.stdout is not None
-    async for raw in proc.stdout:
-        line = raw.decode()
-        if line.startswith(prefix):
-            return line
-    return ""
 
 
 async def _crash_at(url: str, turn: str, run_log: Path, boundary: str) -> None:
     proc = await _child(url, turn, run_log, "--crash", boundary)
     try:
-        line = await _lines_until(proc, "AT ")
-        if not line:
-            assert proc.stderr is not None
-            raise AssertionError(f"child never reached {boundary}: {await proc.stderr.read()!r}")
+        line = await children.wait_line(proc, "AT ")
         assert line.split()[1] == boundary
-        proc.kill()  # SIGKILL: no cleanup, no finally blocks, open transaction lost
     finally:
-        await asyncio.wait_for(proc.wait(), 30)
-    assert proc.returncode == -9
+        await children.kill(proc)
 
 
 async def _complete(url: str, turn: str, run_log: Path, *extra: str) -> list[str]:
-    proc = await _child(url, turn, run_log, *extra)
-    out, err = await asyncio.wait_for(proc.communicate(), 90)
-    assert proc.returncode == 0, err.decode()
-    return out.decode().splitlines()
+    return await children.finish(await _child(url, turn, run_log, *extra))
 
 
 async def _final_state(url: str) -> tuple[list[object], list[str], list[str], int]:
@@ -190,19 +162,17 @@ async def test_cancel_is_durable_across_sigkill_and_recovery(sql_url: str, tmp_p
     ends cancelled instead of running again."""
     run_log = tmp_path / "runs.log"
     proc = await _child(sql_url, "T1", run_log, "--crash", "before:tool:1:a")
-    assert proc.stdout is not None
     try:
-        assert (await proc.stdout.readline()).startswith(b"DELTA")
-        assert await _lines_until(proc, "AT ")
+        assert (await children.wait_line(proc, "")).startswith("DELTA")
+        await children.wait_line(proc, "AT ")
         store = await SqlStore.open(sql_url)
         try:
             cancelled = await store.request_cancel("crash:s", "T1", "user said stop")
         finally:
             await store.close()
         assert cancelled is not None
-        proc.kill()
     finally:
-        await asyncio.wait_for(proc.wait(), 30)
+        await children.kill(proc)
     runs_before = read_runs(run_log)
     lines = await _complete(sql_url, "T1", run_log, "--recover-only")
     assert lines[-1] == "RESULT cancelled "

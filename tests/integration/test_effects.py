@@ -7,8 +7,6 @@ Every write here is confirmed first, as a write must be: a turn proposes it, the
 from __future__ import annotations
 
 import asyncio
-import os
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,13 +30,13 @@ from agent import (
     tool,
 )
 from agent.seams import SessionStore
+from tests.support import children
 from tests.support.confirmations import approve_pending, turn_and_approve
 from tests.support.effect_fixtures import fan_agent, fan_model
 from tests.support.engine_fixtures import RUN_LOG_ENV, read_runs
 from tests.support.inventory_service import InventoryService
 from tests.support.threaded_server import ThreadedServer
 
-ROOT = Path(__file__).resolve().parents[2]
 KEY = "reserve_inventory:FAN-7"
 
 
@@ -133,37 +131,25 @@ async def test_service_itself_refuses_a_changed_payload_under_a_key(inventory: A
     assert service.stock("FILTER-A") == 2
 
 
-async def _run(url: str, service_url: str, run_log: Path, *args: str) -> asyncio.subprocess.Process:
-    """An asyncio subprocess: its pipes are read without blocking the test's event loop."""
-    env = {**os.environ, RUN_LOG_ENV: str(run_log), "PYTHONPATH": str(ROOT)}
-    return await asyncio.create_subprocess_exec(
-        *[sys.executable, "-m", "tests.support.effect_child", url, service_url, "fan", "T1", *args],
-        cwd=ROOT,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
+async def _run(url: str, service_url: str, run_log: Path, *args: str) -> children.Process:
+    return await children.start(
+        "tests.support.effect_child",
+        *(url, service_url, "fan", "T1", *args),
+        env={RUN_LOG_ENV: str(run_log)},
     )
 
 
 async def _kill_before_settle(url: str, service_url: str, run_log: Path) -> None:
     proc = await _run(url, service_url, run_log, "--crash-before-settle")
-    assert proc.stdout is not None
     try:
-        line = (await proc.stdout.readline()).decode()
-        if line.strip() != "AT settle":
-            assert proc.stderr is not None
-            raise AssertionError(f"{line!r}: {await proc.stderr.read()!r}")
-        proc.kill()
+        assert (await children.wait_line(proc, "AT ")).strip() == "AT settle"
     finally:
-        await asyncio.wait_for(proc.wait(), 30)
-    assert proc.returncode == -9
+        await children.kill(proc)
 
 
 async def _recover(url: str, service_url: str, run_log: Path, *extra: str) -> str:
-    proc = await _run(url, service_url, run_log, "--recover-only", *extra)
-    out, err = await asyncio.wait_for(proc.communicate(), 90)
-    assert proc.returncode == 0, err.decode()
-    return out.decode().splitlines()[-1]
+    lines = await children.finish(await _run(url, service_url, run_log, "--recover-only", *extra))
+    return lines[-1]
 
 
 async def test_fan7_step_4_kill_after_the_service_committed_then_reconcile(

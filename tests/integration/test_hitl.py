@@ -4,9 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +28,9 @@ from agent import (
     tool,
 )
 from agent.seams import SessionStore
+from tests.support import children
 from tests.support.engine_fixtures import RUN_LOG_ENV, read_runs
 from tests.support.hitl_fixtures import refund_agent, refund_model, slack_event
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _runtime(store: SessionStore, agent: Agent, model: ScriptedModel | None = None) -> Runtime:
@@ -66,19 +62,10 @@ async def _parked(store: SessionStore, agent: Agent, key: str = "s1", **kw: Any)
 
 
 async def _child(url: str, run_log: Path, *args: str) -> list[str]:
-    """Waits for the process on a thread: a test's event loop must not block."""
-    env = {**os.environ, RUN_LOG_ENV: str(run_log), "PYTHONPATH": str(ROOT)}
-    proc = await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, "-m", "tests.support.hitl_child", url, *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=90,
+    proc = await children.start(
+        "tests.support.hitl_child", url, *args, env={RUN_LOG_ENV: str(run_log)}
     )
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout.splitlines()
+    return await children.finish(proc)
 
 
 async def test_park_in_one_process_resume_in_another(

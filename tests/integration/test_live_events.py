@@ -12,8 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
-import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -24,7 +22,8 @@ from redis.asyncio import Redis
 from agent import Agent, Runtime, ScriptedModel, TurnEvent, TurnStatus
 from storage import SqlStore
 from storage.redis_events import RedisEventRelay
-from tests.bot.processes import Process, stop, wait_line
+from tests.support import children
+from tests.support.children import Process, stop, wait_line
 from tests.support.live_child import words
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres]
@@ -35,11 +34,8 @@ DELTAS, DELAY = 40, 0.03
 
 @contextlib.asynccontextmanager
 async def process_a(db_url: str, redis_url: str, prefix: str) -> AsyncIterator[Process]:
-    argv = [sys.executable, "-m", "tests.support.live_child", db_url, redis_url, prefix]
-    argv += [MAIN, OTHER, str(DELTAS), str(DELAY)]
-    proc = await asyncio.create_subprocess_exec(
-        *argv, stdout=asyncio.subprocess.PIPE, env={**os.environ, "PYTHONUNBUFFERED": "1"}
-    )
+    args = (db_url, redis_url, prefix, MAIN, OTHER, str(DELTAS), str(DELAY))
+    proc = await children.start("tests.support.live_child", *args, stderr=None)
     try:
         yield proc
     finally:
