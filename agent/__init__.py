@@ -63,11 +63,13 @@ from agent.messages import (
 )
 from agent.policy import SurfacePolicy, SurfaceSettings
 from agent.redaction import Redactor
-from agent.runtime import Dispatcher, Runtime
+from agent.runtime import Runtime
 from agent.scripted_model import ScriptedModel, ScriptedReply
 from agent.seams import (
     ConfirmationRecord,
     ConfirmationStatus,
+    Dispatcher,
+    EventRelay,
     EventSink,
     FactRecord,
     Lease,
@@ -90,7 +92,7 @@ from agent.seams import (
     TurnStatus,
 )
 from agent.session import AgentSession, ResetResult, grant_answer, grant_confirmation
-from agent.sinks import EventHub, EventRelay, RecordingSink
+from agent.sinks import EventHub, RecordingSink
 from agent.tool_context import ToolContext
 from agent.tools import Tool, tool
 from agent.turn_input import InboundEvent, Speaker, Trigger, TurnInput

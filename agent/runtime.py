@@ -20,12 +20,20 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from agent.agent_def import Agent
 from agent.errors import LeaseLostError, StoreUnavailableError, TurnNotFoundError
 from agent.redaction import Redactor
-from agent.seams import EventSink, Lease, Model, SessionStore, TurnKind, TurnStatus
+from agent.seams import (
+    Dispatcher,
+    EventSink,
+    Lease,
+    Model,
+    SessionStore,
+    TurnKind,
+    TurnStatus,
+)
 from agent.sinks import EventHub
 from agent.store_outage import OutageLog, backoff
 from agent.turn_loop import TurnEnv, TurnRunner
@@ -44,21 +52,6 @@ DEFAULT_CONTEXT_MESSAGES = 400
 """A bound on messages, not tokens: a long thread of short messages keeps its whole recent
 history, and the model adapter still trims a request that would not fit its context window (the
 Anthropic adapter's `max_context_tokens`)."""
-
-
-class Dispatcher(Protocol):
-    """Cross-process news: which session has work, which turn should stop. Only a speed-up
-    over polling the database, never the record, so losing it loses nothing."""
-
-    async def queued(self, session: str) -> None:
-        """Tell some worker that `session` has a turn to run."""
-        ...
-
-    async def cancel(
-        self, session: str, reason: str, *, keep: str | None = None, only: str | None = None
-    ) -> None:
-        """Tell every worker to signal the session's running turn (see `signal_cancel_here`)."""
-        ...
 
 
 class _Watch:

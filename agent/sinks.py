@@ -21,10 +21,10 @@ import logging
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
 from agent.events import TurnEvent
-from agent.seams import EventSink
+from agent.seams import EventRelay, EventSink
 
 log = logging.getLogger(__name__)
 
@@ -119,26 +119,6 @@ class _Subscription:
 def _settle(handled: asyncio.Future[None], _: object = None) -> None:
     if not handled.done():
         handled.set_result(None)
-
-
-class EventRelay(Protocol):
-    """Live events to and from other processes (`storage.redis_events.RedisEventRelay`).
-
-    Only ever a speed-up: what is durable is in the session's log, and a live delta lost costs
-    only its early display, so a relay may drop events. It must never block or fail a turn.
-    """
-
-    def publish(self, event: TurnEvent) -> None:
-        """Send an event this process emitted to the others; returns at once, never raises."""
-        ...
-
-    def watch(self, session: str) -> None:
-        """`session` has its first observer here: deliver other processes' events of it."""
-        ...
-
-    def unwatch(self, session: str) -> None:
-        """`session`'s last observer here left: its events need not come here any more."""
-        ...
 
 
 class EventHub:

@@ -30,7 +30,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import ResponseError
 
-from agent.runtime import Runtime
+from agent.seams import DispatchTarget
 from storage.redis_health import REWARN, UNREACHABLE, RedisHealth, redact
 
 __all__ = ["REWARN", "UNREACHABLE", "RedisDispatcher", "redact"]
@@ -128,7 +128,7 @@ class RedisDispatcher:
 
     # the worker side ----------------------------------------------------------------------
 
-    async def serve(self, runtime: Runtime) -> None:
+    async def serve(self, runtime: DispatchTarget) -> None:
         """Feed `runtime` until `close()`: kick sessions read off the stream (the runtime's
         `owner` is the consumer name) and pass cancellations to `signal_cancel_here`. Returns
         on `close()`; survives Redis outages by reconnecting with back-off."""
@@ -158,7 +158,10 @@ class RedisDispatcher:
         await asyncio.gather(*(ready.wait() for ready in self._ready.values()))
 
     async def _supervise(
-        self, name: str, run: Callable[[Runtime, asyncio.Event], Awaitable[None]], runtime: Runtime
+        self,
+        name: str,
+        run: Callable[[DispatchTarget, asyncio.Event], Awaitable[None]],
+        runtime: DispatchTarget,
     ) -> None:
         """Run one loop forever: after a failure wait (doubling up to `retry_max`, jittered so a
         fleet does not reconnect in step) and start it again."""
@@ -177,7 +180,7 @@ class RedisDispatcher:
             await asyncio.sleep(delay * random.uniform(0.5, 1.0))
             delay = min(delay * 2, self.retry_max)
 
-    async def _read(self, runtime: Runtime, ready: asyncio.Event) -> None:
+    async def _read(self, runtime: DispatchTarget, ready: asyncio.Event) -> None:
         consumer = runtime.owner
         await self._ensure_group()
         ready.set()
@@ -211,7 +214,7 @@ class RedisDispatcher:
         streams = reply.values() if isinstance(reply, dict) else [e for _, e in reply or []]
         return [(entry_id, fields) for found in streams for entry_id, fields in found]
 
-    async def _claim(self, runtime: Runtime, consumer: str, cursor: str) -> str:
+    async def _claim(self, runtime: DispatchTarget, consumer: str, cursor: str) -> str:
         """Take over entries some consumer read and never acknowledged (it died)."""
         reply: Any = await self._client.xautoclaim(
             self.stream, self.group, consumer, self.claim_idle_ms, cursor, count=self.batch
@@ -222,7 +225,7 @@ class RedisDispatcher:
             await self._deliver(runtime, entries)
         return str(reply[0])
 
-    async def _deliver(self, runtime: Runtime, entries: list[Entry]) -> None:
+    async def _deliver(self, runtime: DispatchTarget, entries: list[Entry]) -> None:
         """Kick, then acknowledge: a consumer dying in between leaves the entry to be claimed.
         After the kick the database owns the turn, so acknowledging before it runs loses
         nothing."""
@@ -236,7 +239,7 @@ class RedisDispatcher:
                 log.warning("dropping turn notice %s: no session (trimmed or malformed)", entry_id)
         await self._client.xack(self.stream, self.group, *(entry_id for entry_id, _ in entries))
 
-    async def _listen(self, runtime: Runtime, ready: asyncio.Event) -> None:
+    async def _listen(self, runtime: DispatchTarget, ready: asyncio.Event) -> None:
         """Ready only once the server confirmed the subscription: SUBSCRIBE is not awaited, and
         a broadcast sent before the server has it is lost to this worker."""
         pubsub: PubSub = self._client.pubsub()
@@ -255,7 +258,7 @@ class RedisDispatcher:
             with contextlib.suppress(*UNREACHABLE):  # closing towards a dead server
                 await close()
 
-    def _signal(self, runtime: Runtime, data: Any) -> None:
+    def _signal(self, runtime: DispatchTarget, data: Any) -> None:
         try:
             news = json.loads(data)
             session, reason = news["session"], news["reason"]

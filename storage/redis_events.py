@@ -37,9 +37,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 
 from agent.events import MessageDelta, TurnEvent
-from agent.runtime import Runtime
-from agent.seams import SessionStore
-from agent.sinks import EventHub
+from agent.seams import RelayHost, RelayHub, SessionStore
 from storage.live_wire import (
     MAX_BYTES,
     Continuity,
@@ -100,7 +98,7 @@ class RedisEventRelay:
         """Set, and replaced, whenever the server confirms a subscription."""
         self._changed = asyncio.Event()
         self._has_mail = asyncio.Event()
-        self._hub: EventHub | None = None
+        self._hub: RelayHub | None = None
         self._store: SessionStore | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._closed = False
@@ -110,7 +108,7 @@ class RedisEventRelay:
 
     # lifecycle ----------------------------------------------------------------------------
 
-    def attach(self, runtime: Runtime) -> None:
+    def attach(self, runtime: RelayHost) -> None:
         """Connect to `runtime`'s hub: its events go out, other processes' come in for the
         sessions it observes; oversized durable events are read from its store."""
         if self._hub is not None:
