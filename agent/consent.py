@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.errors import ToolError
-from agent.tools import Confirmation, to_json_value
+from agent.tool_values import Confirmation, to_json_value
 from agent.turn_input import ConfirmationAnswer
 
 CHECK_BEFORE_WRITING = (

@@ -19,7 +19,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from agent.consent import Consent
 from agent.errors import (
@@ -29,12 +29,10 @@ from agent.errors import (
     ToolError,
 )
 from agent.messages import JsonValue
-from agent.seams import ReceiptRecord, ReceiptStatus, SessionStore
+from agent.seams import Lease, ReceiptRecord, ReceiptStatus, SessionStore
 from agent.signals import CancellationSignal
-from agent.tools import Tool, to_json_value
-
-if TYPE_CHECKING:
-    from agent.turn_loop import TurnEnv
+from agent.tool_values import Effect as EffectKind
+from agent.tool_values import to_json_value
 
 log = logging.getLogger(__name__)
 
@@ -75,17 +73,47 @@ def _uncertain(key: str, receipt_id: str) -> EffectUncertainError:
     )
 
 
+class EffectScope(Protocol):
+    """What effects need of the turn they run in (the turn loop's `TurnEnv` has it): the store
+    and the lease to write receipts under, the clock, and the secret scrubber for error texts."""
+
+    @property
+    def store(self) -> SessionStore: ...
+
+    @property
+    def lease(self) -> Lease: ...
+
+    @property
+    def ttl(self) -> float: ...
+
+    @property
+    def clock(self) -> Callable[[], float]: ...
+
+    @property
+    def redact(self) -> Callable[[str], str]: ...
+
+
+class DeclaredTool(Protocol):
+    """What effects need of the tool that runs them (an `agent.tools.Tool` has it)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def effect(self) -> EffectKind: ...
+
+
 class EffectCoordinator:
     """One tool call's access to durable effects."""
 
     def __init__(
         self,
-        env: TurnEnv,
+        env: EffectScope,
         *,
         session: str,
         turn_id: str,
         step_id: str,
-        tool: Tool,
+        tool: DeclaredTool,
         call_input: dict[str, Any],
         signal: CancellationSignal,
         consent: Consent | None = None,

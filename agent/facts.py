@@ -11,7 +11,7 @@ from typing import Any
 from agent.errors import ToolError
 from agent.messages import JsonValue
 from agent.seams import FactRecord, SessionStore
-from agent.tools import to_json_value
+from agent.tool_values import to_json_value
 
 
 class FactsView:

@@ -23,7 +23,8 @@ from agent.messages import AssistantMessage, ToolCall, ToolMessage
 from agent.redaction import is_database_error
 from agent.seams import ConfirmationRecord, FactRecord, StepCommit, StoreHandle
 from agent.tool_context import ToolContext
-from agent.tools import Tool, database_error_detail, describe_error, to_json_value
+from agent.tool_values import database_error_detail, describe_error, to_json_value
+from agent.tools import Tool
 from agent.turn_input import ConfirmationAnswer
 
 if TYPE_CHECKING:

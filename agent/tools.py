@@ -10,28 +10,38 @@ effects. Classifying by declaration, not by behaviour, is what makes the guarant
 from __future__ import annotations
 
 import inspect
-import json
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, get_type_hints, overload
+from typing import TYPE_CHECKING, Any, get_type_hints, overload
 
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
-from pydantic_core import to_jsonable_python
+from pydantic import BaseModel, ConfigDict, create_model
 
-from agent.redaction import Redactor, is_database_error
 from agent.seams import ToolSpec
+from agent.tool_values import (
+    MAX_ERROR_CHARS,
+    SHAPES_ONLY,
+    Confirmation,
+    Effect,
+    database_error_detail,
+    describe_error,
+    to_json_value,
+)
 
 if TYPE_CHECKING:
     from agent.tool_context import ToolContext
 
-Effect = Literal["read", "write"]
-Confirmation = Literal["none", "required", "capability"]
-
-MAX_ERROR_CHARS = 2000
-DATABASE_ERROR = "a database error; details are in the logs"
-SHAPES_ONLY = Redactor()
-"""Scrubs the well-known credential shapes; a runtime adds the values it was configured with."""
+__all__ = [
+    "MAX_ERROR_CHARS",
+    "SHAPES_ONLY",
+    "Confirmation",
+    "Effect",
+    "Tool",
+    "database_error_detail",
+    "describe_error",
+    "make_tool",
+    "to_json_value",
+    "tool",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -175,33 +185,3 @@ def tool(
         )
 
     return wrap(fn) if fn is not None else wrap
-
-
-def describe_error(exc: BaseException, *, redact: Callable[[str], str] = SHAPES_ONLY) -> str:
-    """`Class: message` (plain `Exception` keeps only the message), never a stack, scrubbed of
-    secrets before it is cut (a cut secret's head would match nothing). A database error is only
-    its class: its SQL and parameters are for the log (see `database_error_detail`)."""
-    if is_database_error(exc):
-        text = f"{type(exc).__name__}: {DATABASE_ERROR}"
-    elif isinstance(exc, ValidationError):
-        parts = [
-            f"{'.'.join(str(p) for p in err['loc']) or 'input'}: {err['msg']}"
-            for err in exc.errors(include_url=False)
-        ]
-        text = "ValidationError: invalid tool input: " + "; ".join(parts)
-    else:
-        message = str(exc)
-        text = message if type(exc) is Exception else f"{type(exc).__name__}: {message}"
-    return redact(text)[:MAX_ERROR_CHARS]
-
-
-def database_error_detail(exc: BaseException, *, redact: Callable[[str], str] = SHAPES_ONLY) -> str:
-    """What the model is not shown of a database error, for the operator's log, scrubbed too."""
-    return redact("".join(traceback.format_exception(exc)))
-
-
-def to_json_value(value: Any) -> Any:
-    """Normalise a tool's return to plain JSON now, so what the model reads is what was stored."""
-    plain = to_jsonable_python(value)
-    json.dumps(plain)
-    return plain

@@ -57,7 +57,7 @@ from agent.seams import (
 )
 from agent.signals import CancellationSignal, CancelTurn, ParkTurn
 from agent.tool_steps import ToolStepRunner, TurnFailure
-from agent.tools import SHAPES_ONLY, describe_error
+from agent.tool_values import SHAPES_ONLY, describe_error
 from agent.turn_result import TurnResult
 
 log = logging.getLogger(__name__)
