@@ -20,7 +20,6 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING
 
 from agent.agent_def import Agent
 from agent.errors import LeaseLostError, StoreUnavailableError, TurnNotFoundError
@@ -34,13 +33,11 @@ from agent.seams import (
     TurnKind,
     TurnStatus,
 )
+from agent.session import AgentSession
 from agent.sinks import EventHub
 from agent.store_outage import OutageLog, backoff
 from agent.turn_loop import TurnEnv, TurnRunner
 from agent.turn_result import TurnResult
-
-if TYPE_CHECKING:
-    from agent.session import AgentSession
 
 log = logging.getLogger(__name__)
 
@@ -185,8 +182,6 @@ class Runtime:
     # sessions -----------------------------------------------------------------------------
 
     def session(self, agent: Agent | None, key: str) -> AgentSession:
-        from agent.session import AgentSession
-
         chosen = agent or self.default_agent
         if chosen is None:
             raise ValueError("no agent given and the runtime has no default agent")

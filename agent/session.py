@@ -7,7 +7,7 @@ import json
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from agent import effects
 from agent.agent_def import Agent
@@ -40,12 +40,33 @@ from agent.seams import (
     TurnRecord,
     TurnStatus,
 )
-from agent.sinks import Observer, Unsubscribe
+from agent.sinks import EventHub, Observer, Unsubscribe
 from agent.turn_input import ConfirmationAnswer, InboundEvent, Trigger, TurnInput
 from agent.turn_result import TurnResult
 
-if TYPE_CHECKING:
-    from agent.runtime import Runtime
+
+class SessionRuntime(Protocol):
+    """What a session handle needs of its runtime (`agent.runtime.Runtime` has it): the store,
+    the event hub, the clock, and the calls that start, stop and wait for the session's turns."""
+
+    @property
+    def store(self) -> SessionStore: ...
+
+    @property
+    def hub(self) -> EventHub: ...
+
+    @property
+    def clock(self) -> Callable[[], float]: ...
+
+    def kick(self, key: str) -> None: ...
+
+    def signal_cancel(
+        self, key: str, reason: str, *, keep: str | None = None, only: str | None = None
+    ) -> None: ...
+
+    def note_replay(self, key: str, turn_id: str) -> None: ...
+
+    async def wait_turn(self, key: str, turn_id: str) -> TurnResult: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,7 +89,7 @@ def confirmation_digest(record: ConfirmationRecord) -> str:
 
 
 class AgentSession:
-    def __init__(self, runtime: Runtime, agent: Agent, key: str) -> None:
+    def __init__(self, runtime: SessionRuntime, agent: Agent, key: str) -> None:
         self.runtime = runtime
         self.agent = agent
         self.key = key

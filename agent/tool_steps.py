@@ -10,27 +10,66 @@ from __future__ import annotations
 import inspect
 import json
 import logging
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 from agent.consent import Consent, NeedsConfirmation, details_json
 from agent.effects import EffectCoordinator
 from agent.errors import FatalToolError, StoreUnavailableError, ToolError, UnknownToolError
-from agent.events import ActionCompleted, ActionRequested, ConfirmationRequested
+from agent.events import ActionCompleted, ActionRequested, ConfirmationRequested, TurnEvent
 from agent.facts import FactsView
 from agent.hitl import check_answerers, default_answerers
-from agent.messages import AssistantMessage, ToolCall, ToolMessage
+from agent.messages import AssistantMessage, JsonValue, Message, ToolCall, ToolMessage
+from agent.policy import TurnPolicy
 from agent.redaction import is_database_error
-from agent.seams import ConfirmationRecord, FactRecord, StepCommit, StoreHandle
+from agent.seams import ConfirmationRecord, FactRecord, StepCommit, StoreHandle, TurnRecord
+from agent.signals import CancellationSignal
 from agent.tool_context import ToolContext
 from agent.tool_values import database_error_detail, describe_error, to_json_value
 from agent.tools import Tool
+from agent.turn_env import TurnEnv
 from agent.turn_input import ConfirmationAnswer
 
-if TYPE_CHECKING:
-    from agent.turn_loop import TurnRunner
-
 log = logging.getLogger(__name__)
+
+
+class ToolTurn(Protocol):
+    """What running a turn's tool calls needs of the turn (`agent.turn_loop.TurnRunner` has it):
+    its identity and environment, what it has done so far, and how to commit the next step."""
+
+    @property
+    def env(self) -> TurnEnv: ...
+
+    @property
+    def turn(self) -> TurnRecord: ...
+
+    @property
+    def session(self) -> str: ...
+
+    @property
+    def turn_id(self) -> str: ...
+
+    @property
+    def steps(self) -> dict[str, JsonValue]: ...
+
+    @property
+    def policy(self) -> TurnPolicy: ...
+
+    @property
+    def cancellation(self) -> CancellationSignal: ...
+
+    @property
+    def next_index(self) -> int: ...
+
+    def turn_messages(self) -> list[Message]: ...
+
+    def parked_call_ids(self) -> set[str]: ...
+
+    async def commit(self, commit: StepCommit) -> None: ...
+
+    def applied(self, commit: StepCommit) -> None: ...
+
+    async def publish(self, events: Sequence[TurnEvent]) -> None: ...
 
 
 class TurnFailure(Exception):
@@ -64,7 +103,7 @@ def confirmed_call_id(call_id: str) -> str:
 
 
 class ToolStepRunner:
-    def __init__(self, turn: TurnRunner) -> None:
+    def __init__(self, turn: ToolTurn) -> None:
         self.turn = turn
 
     # the confirmation follow-up ------------------------------------------------------------

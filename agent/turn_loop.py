@@ -9,12 +9,11 @@ persists a live token. Cancellation is checked only at checkpoint boundaries.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Protocol, runtime_checkable
 
-from agent.agent_def import Agent
 from agent.errors import AbnormalStopError, ModelError
 from agent.events import (
     ActionRequested,
@@ -41,14 +40,11 @@ from agent.messages import (
 )
 from agent.policy import TurnPolicy
 from agent.seams import (
-    EventSink,
-    Lease,
     Model,
     ModelEvent,
     ModelReply,
     ModelRequest,
     SessionStatus,
-    SessionStore,
     StepCommit,
     StreamRestart,
     TextDelta,
@@ -57,8 +53,11 @@ from agent.seams import (
 )
 from agent.signals import CancellationSignal, CancelTurn, ParkTurn
 from agent.tool_steps import ToolStepRunner, TurnFailure
-from agent.tool_values import SHAPES_ONLY, describe_error
+from agent.tool_values import describe_error
+from agent.turn_env import TurnEnv
 from agent.turn_result import TurnResult
+
+__all__ = ["TurnEnv", "TurnRunner", "model_stream"]
 
 log = logging.getLogger(__name__)
 
@@ -88,21 +87,6 @@ async def model_stream(
     finally:
         if isinstance(stream, _Closable):
             await stream.aclose()
-
-
-@dataclass(kw_only=True)
-class TurnEnv:
-    """What a turn runs against; built by the runtime for each lease it holds."""
-
-    agent: Agent
-    store: SessionStore
-    model: Model
-    sink: EventSink
-    lease: Lease
-    ttl: float
-    clock: Callable[[], float]
-    redact: Callable[[str], str] = SHAPES_ONLY
-    """Scrubs secrets from every error text before it is stored, emitted or shown to the model."""
 
 
 class TurnRunner:

@@ -66,3 +66,63 @@ def test_storage_imports_only_the_store_side_of_agent() -> None:
             if ".".join(parts[:2]) not in STORE_SIDE_OF_AGENT:
                 wrong.add(f"{path.relative_to(ROOT)} imports {'.'.join(parts[:2])}")
     assert not wrong, sorted(wrong)
+
+
+def _agent_import_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for path in sorted((ROOT / "agent").glob("*.py")):
+        name = "agent" if path.stem == "__init__" else f"agent.{path.stem}"
+        graph[name] = {
+            module
+            for module in _imported_modules(path)
+            if module.startswith("agent.") and module.count(".") == 1
+        }
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Groups of modules that import one another, directly or around a circle (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for neighbour in sorted(graph.get(node, set()) & graph.keys()):
+            if neighbour not in index:
+                visit(neighbour)
+                low[node] = min(low[node], low[neighbour])
+            elif neighbour in stack:
+                low[node] = min(low[node], index[neighbour])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_module_of_agent_imports_itself_around_a_circle() -> None:
+    """Counting imports made only for type checking or inside functions: a circle of those still
+    means no module of it can be read, tested or replaced without the others."""
+    assert _circles(_agent_import_graph()) == []
+
+
+def test_circle_finder_sees_a_circle() -> None:
+    graph = {
+        "agent.a": {"agent.b"},
+        "agent.b": {"agent.c"},
+        "agent.c": {"agent.a"},
+        "agent.d": set(),
+    }
+    assert _circles(graph) == [["agent.a", "agent.b", "agent.c"]]
