@@ -4,7 +4,7 @@ in for Anthropic, printing the events as a subscriber sees them. Nothing here ne
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, assert_never
 
 from agent import (
     Agent,
@@ -56,8 +56,18 @@ def _show(event: TurnEvent) -> None:
             sys.stdout.write(f"\n  ← {event.name}: {outcome}\n")
         case "message.completed":
             sys.stdout.write("\n")
-        case _:
+        case (
+            "turn.started"
+            | "input.requested"
+            | "confirmation.requested"
+            | "confirmation.resolved"
+            | "turn.completed"
+            | "turn.failed"
+            | "turn.cancelled"
+        ):
             sys.stdout.write(f"[{event.seq:>3}] {event.type}\n")
+        case _:
+            assert_never(event.type)
     sys.stdout.flush()
 
 

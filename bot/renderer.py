@@ -18,7 +18,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, assert_never
 
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -288,6 +288,8 @@ class SessionRenderer:
                 await self._end(view, footer if view.shown_any else None)
             case "message.delta":
                 pass
+            case _:
+                assert_never(event.type)
 
     # live events ---------------------------------------------------------------------------
 

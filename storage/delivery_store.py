@@ -12,14 +12,14 @@ session (two clocks, web and clock), only the holder posts.
 Every method is one transaction whose body is a sync function run by a `TransactionExecutor`, as
 the engine's store does, and `register` runs before every ack, so it has to be cheap:
 
-- The statements are built once per store with bound parameters. Building the INSERT ... ON
-  CONFLICT and deriving its cache key on every call cost about as much CPU as executing it
-  (on PostgreSQL a registration took 2.2 ms of CPU, now 1.1 ms).
+- The statements are built once per store with bound parameters: building the INSERT ... ON
+  CONFLICT and deriving its cache key on every call costs about as much CPU as executing it.
 - On SQLite the transactions run on the engine store's own thread and connection when the bot
   opened that store from the same URL (`open(url, store=...)`). SQLite has one writer: a second
-  connection in the same process only waits on the file lock in `busy_timeout`'s sleeps, and the
-  async driver this used before hopped to its thread for every cursor call (2.3 ms of CPU per
-  registration then, 0.4 ms now).
+  connection in the same process only waits on the file lock in `busy_timeout`'s sleeps, and an
+  async driver hops to its thread for every cursor call.
+
+(What each of these saved: bench/README.md, "Why the store is built as it is".)
 - On PostgreSQL they keep an engine of their own, so a burst of renderers cannot take the
   connections the turns need.
 """

@@ -204,8 +204,8 @@ def _ping_when_idle(engine: Engine) -> None:
 
     A connection that was in use a moment ago is as alive as a ping would show (a restart that
     kills it now fails the calls in flight either way), so only one idle for longer than
-    `PING_AFTER_IDLE` is pinged. Under load that is almost none: pinging every checkout cost an
-    event's ack a seventh round trip and about 12% of its CPU.
+    `PING_AFTER_IDLE` is pinged. Under load that is almost none, where pinging every checkout
+    would add a round trip to every transaction, an event's ack included.
     """
 
     @event.listens_for(engine, "checkin")

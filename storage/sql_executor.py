@@ -85,9 +85,9 @@ class ThreadExecutor:
     connection every time) and saves the pool's bookkeeping on every step.
 
     Free threads take urgent transactions first, then the rest in arrival order. In a process
-    that runs turns, the turns' commits (each with its fsync) kept SQLite's one thread busy most
-    of the time under a burst, and an event's ack waited behind all the commits queued before it
-    (200 events/s with turns running: p50 30 ms, p99 110-170 ms, nearly all of it in this queue).
+    that runs turns, the turns' commits (each with its fsync) keep SQLite's one thread busy most
+    of the time under a burst, and an event's ack would wait behind all the commits queued
+    before it (measured: bench/README.md, "Why the store is built as it is").
     """
 
     def __init__(
@@ -121,7 +121,7 @@ class ThreadExecutor:
         self._keep_connection = keep_connection
         self._ping_after_idle = ping_after_idle
         # Two lanes and a wake-up token per job: all of it C-implemented and lock-free from
-        # Python's side (a `queue.PriorityQueue` added about 20 µs per hop with its Condition).
+        # Python's side (a `queue.PriorityQueue` takes a Python-level Condition on every hop).
         self._lanes: tuple[collections.deque[_Job], collections.deque[_Job]] = (
             collections.deque(),
             collections.deque(),

@@ -163,16 +163,25 @@ async def test_registration_keeps_the_known_user_and_counts_every_registration(d
 
 @contextlib.asynccontextmanager
 async def serving(env: dict[str, str], log: Path) -> AsyncIterator[asyncio.subprocess.Process]:
+    """`bot serve` in a process group of its own: with `WEB_CONCURRENCY` it forks web processes,
+    and a test that fails must not leave them running, so the whole group is killed after."""
     with log.open("wb") as out:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot.cli", "serve", env=env, stdout=out, stderr=out
+            sys.executable,
+            "-m",
+            "bot.cli",
+            "serve",
+            env=env,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
         )
     try:
         yield proc
     finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        await proc.wait()
 
 
 async def test_bot_serve_runs_web_concurrency_processes_on_one_port(db_url, standin, tmp_path):
