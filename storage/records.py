@@ -94,6 +94,20 @@ def encode_commit(session: str, commit: StepCommit) -> EncodedCommit:
     )
 
 
+def turn_changes(commit: StepCommit, encoded: EncodedCommit) -> dict[str, Any]:
+    """The `turns` columns a commit sets on its turn, by column name (none: leave the row)."""
+    changes: dict[str, Any] = {}
+    if commit.turn_status is not None:
+        changes["status"] = TurnStatus(commit.turn_status).value
+    if encoded.turn_result is not None:
+        changes["result"] = encoded.turn_result
+    if encoded.cancel_reason is not None:
+        changes["cancel_reason"] = encoded.cancel_reason
+    if commit.turn_fingerprint is not None:
+        changes["fingerprint"] = commit.turn_fingerprint
+    return changes
+
+
 def cancel_reason(commit: StepCommit) -> str | None:
     """The reason to record on a cancelled turn, taken from the commit's `turn.cancelled` event.
 

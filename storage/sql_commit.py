@@ -18,9 +18,9 @@ from sqlalchemy import Table, bindparam, insert, or_, update
 from sqlalchemy.engine import Connection
 
 from agent.errors import FatalToolError, LeaseLostError, StepConflictError
-from agent.seams import Lease, SessionStatus, StepCommit, StoreHandle, TurnStatus
+from agent.seams import Lease, SessionStatus, StepCommit, StoreHandle
 from storage import sql_commit_postgres
-from storage.records import EncodedCommit, encode_commit, event_rows
+from storage.records import EncodedCommit, encode_commit, event_rows, turn_changes
 from storage.sql_driver import INTEGRITY_ERRORS, DriverStatement
 from storage.sql_schema import confirmations, events, facts, messages, sessions, steps, turns
 
@@ -304,15 +304,7 @@ def write_rows(
         insert_many(conn, facts, encoded.facts)
     except INTEGRITY_ERRORS as err:
         raise _conflict(session, commit, encoded) from err
-    changes: dict[str, Any] = {}
-    if commit.turn_status is not None:
-        changes["status"] = TurnStatus(commit.turn_status).value
-    if encoded.turn_result is not None:
-        changes["result"] = encoded.turn_result
-    if encoded.cancel_reason is not None:
-        changes["cancel_reason"] = encoded.cancel_reason
-    if commit.turn_fingerprint is not None:
-        changes["fingerprint"] = commit.turn_fingerprint
+    changes = turn_changes(commit, encoded)
     if changes:
         params = {f"t_{name}": value for name, value in changes.items()}
         params.update(t_session=session, t_turn=commit.turn_id)

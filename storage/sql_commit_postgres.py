@@ -25,8 +25,8 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from agent.seams import Lease, SessionStatus, StepCommit, TurnStatus
-from storage.records import EncodedCommit
+from agent.seams import Lease, SessionStatus, StepCommit
+from storage.records import EncodedCommit, turn_changes
 from storage.sql_driver import DriverStatement
 
 MOST_ROWS = 16
@@ -81,23 +81,15 @@ def commit_step(
     if commit.step_id is not None:
         params["step"] = commit.step_id
         params["step_value"] = encoded.step_value
-    turn_changes: dict[str, Any] = {}
-    if commit.turn_status is not None:
-        turn_changes["status"] = TurnStatus(commit.turn_status).value
-    if encoded.turn_result is not None:
-        turn_changes["result"] = encoded.turn_result
-    if encoded.cancel_reason is not None:
-        turn_changes["cancel_reason"] = encoded.cancel_reason
-    if commit.turn_fingerprint is not None:
-        turn_changes["fingerprint"] = commit.turn_fingerprint
-    params.update({f"t_{name}": value for name, value in turn_changes.items()})
+    changes = turn_changes(commit, encoded)
+    params.update({f"t_{name}": value for name, value in changes.items()})
     statement = _statement(
         len(encoded.messages),
         len(encoded.events),
         commit.session_status is not None,
         commit.set_pending,
         commit.step_id is not None,
-        tuple(turn_changes),
+        tuple(changes),
     )
     row = statement.first(conn, params)
     return None if row is None else int(row[0])

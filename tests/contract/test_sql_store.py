@@ -537,15 +537,7 @@ async def test_postgres_connections_killed_while_idle_fail_no_call(
             lambda c: c.execute(text("SELECT pg_backend_pid()")).scalar_one()
         )
         await asyncio.sleep(0.3)
-        admin = make_url(postgres_url).set(drivername="postgresql")
-        with psycopg.connect(admin.render_as_string(hide_password=False), autocommit=True) as pg:
-            killed = pg.execute(
-                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                "WHERE datname = current_database() AND pid <> pg_backend_pid() "
-                "AND application_name = '' AND backend_type = 'client backend'"
-            ).fetchone()
-        assert killed is not None
-        assert killed[0] >= 1
+        assert _kill_client_backends(postgres_url) >= 1
         # Every call after the kill succeeds, on fresh connections.
         results = await asyncio.gather(
             *(store.enqueue_turn(f"after-{i}", "t", TurnInput(text="hi")) for i in range(4))
