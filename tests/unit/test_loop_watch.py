@@ -193,3 +193,31 @@ def test_time_spent_waiting_for_a_cpu_is_read_from_proc() -> None:
         reader.close()
     assert str(threading.get_native_id()) in first
     assert all(second[tid] >= first[tid] for tid in first.keys() & second.keys())
+
+
+def test_a_loop_waiting_in_its_selector_is_told_apart_from_a_blocked_one() -> None:
+    """The watchdog's sample of a loop idle in `select` (its wake-up not yet delivered on a
+    starved machine) is not counted as a block; a thread running Python code is not idle."""
+    import selectors
+
+    from tests.support.loop_watch import _in_selector
+
+    selector = selectors.DefaultSelector()
+    started = threading.Event()
+
+    def waiting() -> None:
+        started.set()
+        selector.select(1.0)
+
+    thread = threading.Thread(target=waiting)
+    thread.start()
+    assert started.wait(10)
+    try:
+        deadline = time.monotonic() + 5
+        while not _in_selector(sys._current_frames().get(thread.ident or 0)):
+            assert time.monotonic() < deadline, "the thread never showed up in select"
+            time.sleep(0.01)
+        assert not _in_selector(sys._current_frames()[threading.get_ident()])
+    finally:
+        thread.join()
+        selector.close()
