@@ -49,6 +49,9 @@ from storage.delivery_store import DeliveryStore
 
 log = logging.getLogger(__name__)
 
+PARSE_ON_LOOP_BYTES = 64 * 1024
+"""Request bodies up to this size are parsed on the event loop; larger ones on a thread."""
+
 
 class SlackBot:
     def __init__(
@@ -182,7 +185,12 @@ class SlackBot:
             return _malformed()
         if not self.verifier.is_valid(text, timestamp, signature):
             return _refused()
-        payload = parse_payload(text, headers.get("content-type"))
+        if len(text) > PARSE_ON_LOOP_BYTES:
+            # A body this large (Slack's are a few kB) takes tens of milliseconds to decode and
+            # parse: off the loop, so one request cannot stall every other ack and heartbeat.
+            payload = await asyncio.to_thread(parse_payload, text, headers.get("content-type"))
+        else:
+            payload = parse_payload(text, headers.get("content-type"))
         if payload is None:
             log.info("a signed request whose body is not a JSON object: answered 400")
             return _malformed()
