@@ -22,10 +22,11 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-# Tests run in parallel, one pytest worker per CPU by default (each worker has its own PostgreSQL
-# database and SQLite files; Redis keys are namespaced per test). TEST_WORKERS=0 runs them in
-# one process.
-TEST_WORKERS ?= auto
+# TEST_WORKERS=auto runs the tests in parallel, one pytest worker per CPU (each worker has its
+# own PostgreSQL database and SQLite files; Redis keys are namespaced per test). The default is
+# one process: in parallel, the event-loop watchdog still reports a borderline block now and then
+# on a 2-core machine (see README, "Two commands").
+TEST_WORKERS ?= 0
 
 test: lint
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal
