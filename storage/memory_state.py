@@ -40,6 +40,7 @@ from storage.records import (
     parked_on_other_turn,
     reset_result,
     suspended_message,
+    turn_changes,
     turn_record,
 )
 
@@ -255,14 +256,7 @@ def apply_commit(
     last_seq = state.append_events(encoded.events)
     turn = state.turns.get(commit.turn_id)
     if turn is not None:
-        if commit.turn_status is not None:
-            turn["status"] = TurnStatus(commit.turn_status).value
-        if encoded.turn_result is not None:
-            turn["result"] = encoded.turn_result
-        if encoded.cancel_reason is not None:
-            turn["cancel_reason"] = encoded.cancel_reason
-        if commit.turn_fingerprint is not None:
-            turn["fingerprint"] = commit.turn_fingerprint
+        turn.update(turn_changes(commit, encoded))
     return last_seq
 
 
