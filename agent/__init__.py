@@ -1,13 +1,20 @@
 """The durable agent-turn engine: every step of a turn is checkpointed through `SessionStore`.
 
-It imports neither `bot` nor `storage`; hosts plug stores, sinks and models into its seams.
+This module is the whole public API for a host (an application that defines agents, runs turns
+and renders them): everything in `__all__`, and nothing from a module whose name starts with an
+underscore. Store, model and sink authors find their side in `agent.seams`; the model adapters
+also live in `agent.models`. `agent` imports neither `bot` nor `storage`.
 """
 
-from agent.agent_def import Agent, Schedule
-from agent.channels import Channel, ChannelContext, TurnStreamer, receive
-from agent.consent import NeedsConfirmation
-from agent.effects import Effect, EffectAuthority, resolve_receipt
-from agent.errors import (
+from __future__ import annotations
+
+import typing
+
+from agent._agent_def import Agent, Schedule
+from agent._channels import Channel, ChannelContext, TurnStreamer, receive
+from agent._consent import NeedsConfirmation
+from agent._effects import Effect, EffectAuthority, resolve_receipt
+from agent._errors import (
     AbnormalStopError,
     AgentError,
     AssemblyError,
@@ -33,7 +40,7 @@ from agent.errors import (
     TurnNotFoundError,
     UnknownToolError,
 )
-from agent.events import (
+from agent._events import (
     ActionCompleted,
     ActionRequested,
     ConfirmationRequested,
@@ -47,9 +54,9 @@ from agent.events import (
     TurnFailed,
     TurnStarted,
 )
-from agent.hitl import AnswerRequest, Grant, Principal, ResumeRequest
-from agent.loader import load_agent
-from agent.messages import (
+from agent._hitl import AnswerRequest, Grant, Principal, ResumeRequest
+from agent._loader import load_agent
+from agent._messages import (
     AssistantMessage,
     JsonData,
     Message,
@@ -61,44 +68,32 @@ from agent.messages import (
     Usage,
     UserMessage,
 )
-from agent.policy import SurfacePolicy, SurfaceSettings
-from agent.redaction import Redactor
-from agent.runtime import Runtime
-from agent.scripted_model import ScriptedModel, ScriptedReply
-from agent.seams import (
+from agent._policy import SurfacePolicy, SurfaceSettings
+from agent._records import (
     ConfirmationRecord,
     ConfirmationStatus,
-    Dispatcher,
-    EventRelay,
-    EventSink,
-    FactRecord,
-    Lease,
-    Model,
-    ModelEvent,
-    ModelReply,
-    ModelRequest,
-    ModelSettings,
     ReceiptRecord,
     ReceiptStatus,
-    SessionStatus,
-    SessionStore,
-    StepCommit,
-    StoreHandle,
-    StreamRestart,
-    TextDelta,
-    ToolSpec,
-    TurnKind,
     TurnRecord,
     TurnStatus,
 )
-from agent.session import AgentSession, ResetResult, grant_answer, grant_confirmation
-from agent.sinks import EventHub, RecordingSink
-from agent.tool_context import ToolContext
-from agent.tools import Tool, tool
-from agent.turn_input import InboundEvent, Speaker, Trigger, TurnInput
-from agent.turn_result import TurnResult
+from agent._redaction import REDACTED, Redactor, password_in_url
+from agent._runtime import DEFAULT_CONTEXT_MESSAGES, Runtime
+from agent._session import AgentSession, ResetResult, grant_answer, grant_confirmation
+from agent._sinks import EventHub, RecordingSink
+from agent._tool_context import ToolContext
+from agent._tools import Tool, tool
+from agent._turn_input import InboundEvent, Speaker, Trigger, TurnInput
+from agent._turn_result import TurnResult
+from agent.models import ScriptedModel, ScriptedReply
+from agent.seams import EventSink, Model, ModelSettings, SessionStore
+
+if typing.TYPE_CHECKING:
+    from agent.models._anthropic import AnthropicModel, AnthropicSettings
 
 __all__ = [
+    "DEFAULT_CONTEXT_MESSAGES",
+    "REDACTED",
     "AbnormalStopError",
     "ActionCompleted",
     "ActionRequested",
@@ -116,7 +111,6 @@ __all__ = [
     "ConfirmationRequested",
     "ConfirmationResolved",
     "ConfirmationStatus",
-    "Dispatcher",
     "Effect",
     "EffectAuthority",
     "EffectConflictError",
@@ -124,24 +118,18 @@ __all__ = [
     "EffectNotAppliedError",
     "EffectUncertainError",
     "EventHub",
-    "EventRelay",
     "EventSink",
-    "FactRecord",
     "FatalToolError",
     "Grant",
     "InboundEvent",
     "InputRequested",
     "JsonData",
-    "Lease",
     "LeaseLostError",
     "Message",
     "MessageCompleted",
     "MessageDelta",
     "Model",
     "ModelError",
-    "ModelEvent",
-    "ModelReply",
-    "ModelRequest",
     "ModelSettings",
     "NeedsConfirmation",
     "Principal",
@@ -160,27 +148,21 @@ __all__ = [
     "SchemaMismatchError",
     "ScriptedModel",
     "ScriptedReply",
-    "SessionStatus",
     "SessionStore",
     "SessionSuspendedError",
     "Speaker",
-    "StepCommit",
     "StepConflictError",
     "StoreError",
-    "StoreHandle",
     "StoreUnavailableError",
-    "StreamRestart",
     "SurfacePolicy",
     "SurfaceSettings",
     "TextBlock",
-    "TextDelta",
     "ThinkingBlock",
     "Tool",
     "ToolCall",
     "ToolContext",
     "ToolError",
     "ToolMessage",
-    "ToolSpec",
     "Trigger",
     "TriggerMessage",
     "TurnCancelled",
@@ -190,7 +172,6 @@ __all__ = [
     "TurnFailed",
     "TurnInput",
     "TurnInterruptedError",
-    "TurnKind",
     "TurnNotFoundError",
     "TurnRecord",
     "TurnResult",
@@ -203,6 +184,7 @@ __all__ = [
     "grant_answer",
     "grant_confirmation",
     "load_agent",
+    "password_in_url",
     "receive",
     "resolve_receipt",
     "tool",
@@ -212,7 +194,7 @@ __all__ = [
 def __getattr__(name: str) -> object:
     """The Anthropic adapter is imported on first use: the SDK is heavy and tests rarely need it."""
     if name in ("AnthropicModel", "AnthropicSettings"):
-        from agent import anthropic_model
+        from agent.models import _anthropic
 
-        return getattr(anthropic_model, name)
+        return getattr(_anthropic, name)
     raise AttributeError(f"module 'agent' has no attribute {name!r}")

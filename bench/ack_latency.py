@@ -254,7 +254,7 @@ async def _measure(args: argparse.Namespace, url: str) -> dict[str, Any]:
 def _completed_turns(conn: Any) -> int:
     from sqlalchemy import func, select
 
-    from storage.sql_schema import turns
+    from storage.sql.schema import turns
 
     query = select(func.count()).select_from(turns).where(turns.c.status == "completed")
     return int(conn.execute(query).scalar_one())
@@ -263,7 +263,7 @@ def _completed_turns(conn: Any) -> int:
 def _active_targets(conn: Any) -> int:
     from sqlalchemy import func, select
 
-    from storage.delivery_schema import delivery_targets
+    from storage.delivery.schema import delivery_targets
 
     active = delivery_targets.c.active == 1
     return int(conn.execute(select(func.count()).where(active)).scalar_one())

@@ -23,15 +23,12 @@ import threading
 import time
 import uuid
 
-from agent.runtime import Runtime
-from agent.scripted_model import ScriptedModel
-from agent.seams import TurnStatus
-from agent.turn_input import TurnInput
+from agent import Runtime, ScriptedModel, TurnInput, TurnStatus
 from bench.databases import PostgresSite, Site, SqliteSite, add_site_arguments, sites_from
 from bench.raw_floor import PostgresFloor, RawFloor, SqliteFloor
 from bench.workload import BENCH_AGENT, OPENING_TEXT, history, responder, steps_per_turn
 from storage import SqlStore
-from storage.sql_dialects import POSTGRES_POOL_SIZE, SQLITE_BUSY_TIMEOUT_MS
+from storage.sql.dialects import POSTGRES_POOL_SIZE, SQLITE_BUSY_TIMEOUT_MS
 
 HISTORY = 2
 """Messages every session holds before its measured turn (the floor needs the session row)."""

@@ -20,7 +20,7 @@ from sqlalchemy.engine import make_url
 from bench.populate import Sessions, populate_postgres, populate_sqlite
 from bench.raw_floor import SYNCHRONOUS_NAMES, PostgresFloor, RawFloor, SqliteFloor
 from storage import upgrade_database
-from storage.sql_dialects import SQLITE_BUSY_TIMEOUT_MS
+from storage.sql.dialects import SQLITE_BUSY_TIMEOUT_MS
 
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 """The server the throwaway databases are created on, unless `BOT_BENCH_POSTGRES_URL` says."""

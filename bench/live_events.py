@@ -30,7 +30,7 @@ from redis.asyncio import Redis
 
 from agent import Agent, Runtime, ScriptedModel, ScriptedReply, TurnEvent
 from storage import MemoryStore
-from storage.redis_events import RedisEventRelay
+from storage.redis.events import RedisEventRelay
 
 SESSION = "bench:live"
 AGENT = Agent(name="bench", instructions="x")

@@ -241,7 +241,7 @@ class PostgresFloor(RawFloor):
 
 
 def connect_sqlite(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
-    """The engine's SQLite connection settings (storage.sql_dialects), on a plain connection."""
+    """The engine's SQLite connection settings (storage.sql.dialects), on a plain connection."""
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
     conn.execute("PRAGMA journal_mode = WAL")

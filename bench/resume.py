@@ -21,16 +21,21 @@ from collections.abc import Callable
 
 import psycopg
 
-from agent.runtime import DEFAULT_CONTEXT_MESSAGES, Runtime
-from agent.scripted_model import ScriptedModel, ScriptedReply
-from agent.seams import ModelRequest, TurnStatus
-from agent.turn_input import TurnInput
+from agent import (
+    DEFAULT_CONTEXT_MESSAGES,
+    Runtime,
+    ScriptedModel,
+    ScriptedReply,
+    TurnInput,
+    TurnStatus,
+)
+from agent.seams import ModelRequest
 from bench.databases import PostgresSite, Site, SqliteSite, add_site_arguments, sites_from
 from bench.raw_floor import connect_sqlite
 from bench.timing import summarise
 from bench.workload import BENCH_AGENT, OPENING_TEXT, history
 from storage import SqlStore
-from storage.sql_dialects import SQLITE_BUSY_TIMEOUT_MS
+from storage.sql.dialects import SQLITE_BUSY_TIMEOUT_MS
 
 DEFAULT_SIZES = (10, 1_000, 5_000)
 TAIL_SQL = (

@@ -16,11 +16,7 @@ import uuid
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from agent.events import TurnEvent
-from agent.runtime import Runtime
-from agent.scripted_model import ScriptedModel
-from agent.seams import TurnStatus
-from agent.turn_input import TurnInput
+from agent import Runtime, ScriptedModel, TurnEvent, TurnInput, TurnStatus
 from bench.raw_floor import FOOTPRINT, SYNCHRONOUS_NAMES
 from bench.timing import TurnTiming, from_marks
 from bench.workload import BENCH_AGENT, OPENING_TEXT, responder, steps_per_turn

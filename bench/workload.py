@@ -3,7 +3,7 @@
 The engine writes a step's rows itself; the raw floor and the pre-populated history need the same
 rows without the engine. They are built here from the engine's own record types and encoder, so
 every JSON body has the byte size the engine writes, following the commit shape of
-`agent.turn_loop` (opening, `model:<n>`, `tool:<n>:<callId>`, final model step). The benchmark
+`agent._turn_loop` (opening, `model:<n>`, `tool:<n>:<callId>`, final model step). The benchmark
 compares the rows both sides actually wrote, so a drift between this file and the loop shows up.
 """
 
@@ -13,21 +13,28 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from agent.agent_def import Agent
-from agent.events import (
+from agent import (
     ActionCompleted,
     ActionRequested,
+    Agent,
+    AssistantMessage,
     MessageCompleted,
+    ScriptedReply,
+    TextBlock,
+    ToolCall,
+    ToolMessage,
     TurnCompleted,
     TurnEvent,
+    TurnInput,
+    TurnResult,
     TurnStarted,
+    TurnStatus,
+    Usage,
+    UserMessage,
+    tool,
 )
-from agent.messages import AssistantMessage, TextBlock, ToolCall, ToolMessage, Usage, UserMessage
-from agent.scripted_model import Responder, ScriptedReply
-from agent.seams import ModelRequest, SessionStatus, StepCommit, TurnStatus
-from agent.tools import tool
-from agent.turn_input import TurnInput
-from agent.turn_result import TurnResult
+from agent.models import Responder
+from agent.seams import ModelRequest, SessionStatus, StepCommit
 from storage.records import encode_commit
 
 OPENING_TEXT = "Run the probe once per step until every call is answered, then say done."

@@ -22,11 +22,20 @@ from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from agent import Agent, ResumeAuthorizationError, ResumeConflictError, ResumeError, Runtime
-from agent.errors import SessionSuspendedError
-from agent.hitl import Principal, ResumeRequest
+from agent import (
+    Agent,
+    AgentSession,
+    Principal,
+    ResumeAuthorizationError,
+    ResumeConflictError,
+    ResumeError,
+    ResumeRequest,
+    Runtime,
+    SessionSuspendedError,
+    grant_answer,
+    grant_confirmation,
+)
 from agent.seams import ConfirmationStatus, SessionStatus, StoreHandle
-from agent.session import AgentSession, grant_answer, grant_confirmation
 from bot.approvals import (
     NO_LONGER_PENDING,
     ApprovalRef,
@@ -34,7 +43,7 @@ from bot.approvals import (
     verdict_text,
 )
 from bot.slack_calls import SlackCallError, call
-from storage.delivery_store import DeliveryStore, Post, PostUpdate
+from storage.delivery.store import DeliveryStore, Post, PostUpdate
 
 log = logging.getLogger(__name__)
 Ack = Callable[[], Awaitable[Any]]

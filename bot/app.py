@@ -29,11 +29,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 if TYPE_CHECKING:
-    from storage.redis_dispatch import RedisDispatcher
-    from storage.redis_events import RedisEventRelay
+    from storage.redis.dispatch import RedisDispatcher
+    from storage.redis.events import RedisEventRelay
 
-from agent import Agent, Runtime
-from agent.seams import Model, SessionStore
+from agent import Agent, Model, Runtime, SessionStore
 from bot.answers import AnswerHandler
 from bot.heap import freeze_startup_heap
 from bot.listeners import ACKS_IN_FLIGHT, Listeners
@@ -45,7 +44,7 @@ from bot.resets import Resets
 from bot.settings import Settings
 from bot.slack_calls import make_client, make_render_client
 from storage import SqlStore
-from storage.delivery_store import DeliveryStore
+from storage.delivery.store import DeliveryStore
 
 log = logging.getLogger(__name__)
 
@@ -140,8 +139,8 @@ class SlackBot:
         live events of a turn reach the process rendering its thread (or observing it) as they
         happen; without it (or while it is down) workers find the work by polling the database,
         which stays the record, and a reply rendered elsewhere shows as its steps commit."""
-        from storage.redis_dispatch import RedisDispatcher
-        from storage.redis_events import RedisEventRelay
+        from storage.redis.dispatch import RedisDispatcher
+        from storage.redis.events import RedisEventRelay
 
         prefix = self.settings.redis_prefix
         self._dispatcher = RedisDispatcher(
@@ -284,7 +283,7 @@ def serving_app(
 
 def build_model(settings: Settings) -> Model:
     """Raises `ModelError` at start for a missing key or a budget the API would refuse."""
-    from agent.anthropic_model import AnthropicModel
+    from agent import AnthropicModel
 
     key = settings.anthropic_api_key
     return AnthropicModel(
@@ -321,7 +320,7 @@ async def open_bot(
     `worker=True` is a process that finds its work by polling (queued turns, active renders)
     because the web processes that received the events do not run them.
     """
-    from agent.loader import load_agent
+    from agent import load_agent
 
     chosen = agent or load_agent(settings.agent_path(), emitted_sources=["slack"])
     opened = store or await SqlStore.open(settings.database_url)

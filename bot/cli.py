@@ -7,14 +7,15 @@ import argparse
 import asyncio
 import sys
 
-from agent.errors import (
+from agent import (
+    REDACTED,
     AgentError,
     AssemblyError,
     ModelError,
     SchemaMismatchError,
     StoreUnavailableError,
+    password_in_url,
 )
-from agent.redaction import REDACTED, password_in_url
 from bot.settings import ConfigError, Settings
 
 
@@ -73,12 +74,10 @@ def _main(args: argparse.Namespace, settings: Settings, url: str) -> int:
         secrets=settings.secrets(),
     )
     if args.command == "demo":
+        from bot.demo import run_engine_demo, run_slack_demo
+
         if args.engine:
-            from bot.demo import run_demo
-
-            return asyncio.run(run_demo(url))
-        from bot.slack_demo import run_slack_demo
-
+            return asyncio.run(run_engine_demo(url))
         return asyncio.run(run_slack_demo(args.database_url))
     if args.command == "db":
         from storage import current_revision, upgrade_database
@@ -115,7 +114,7 @@ def _main(args: argparse.Namespace, settings: Settings, url: str) -> int:
 
 
 def _ops(args: argparse.Namespace, settings: Settings, url: str) -> int:
-    from agent.loader import load_agent
+    from agent import load_agent
     from bot.ops_cli import check_command, receipts_command
 
     try:

@@ -15,12 +15,10 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
-from agent import Agent, Runtime, Trigger, TurnInput
-from agent.agent_def import Schedule
-from agent.errors import SessionSuspendedError
+from agent import Agent, Runtime, Schedule, SessionSuspendedError, Trigger, TurnInput
 from bot.cron import Cron
 from bot.render_pool import RendererPool
-from storage.delivery_store import DeliveryStore
+from storage.delivery.store import DeliveryStore
 
 log = logging.getLogger(__name__)
 

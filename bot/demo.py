@@ -1,10 +1,29 @@
-"""The offline demo: one real turn through the engine on SQLite, with the scripted model standing
-in for Anthropic, printing the events as a subscriber sees them. Nothing here needs a token."""
+"""`bot demo`: the offline demo, one ops assistant two ways. Nothing here needs a token.
+
+The agent looks an order up, places a replacement (a local write, exactly-once with its step)
+and refunds it (a remote call that parks until the requester approves); the scripted model
+stands in for Anthropic.
+
+- `bot demo` plays the whole Slack path: a local stand-in plays the Slack Web API and a driver
+  plays Slack's side, sending signed events and clicks over HTTP to the bot served by uvicorn,
+  exactly as in production: a mention → a reply streamed with its tool timeline → an approval
+  → a click by someone not allowed (refused, ephemeral) → a click by the requester → the final
+  reply, printed as the thread Slack would show.
+- `bot demo --engine` runs the same turn through the engine alone on SQLite, printing the
+  events as a subscriber sees them, and answers the approval as host code.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any, assert_never
+
+from pydantic import SecretStr
+from sqlalchemy import Connection, text
 
 from agent import (
     Agent,
@@ -12,36 +31,81 @@ from agent import (
     ScriptedModel,
     ScriptedReply,
     ToolCall,
+    ToolContext,
     TurnEvent,
     tool,
 )
-from bot.demo_agent import create_order
+from bot.app import open_bot
+from bot.asgi_server import BackgroundServer
+from bot.renderer import RenderSettings
+from bot.settings import Settings
+from bot.testing import SlackDriver, SlackStandIn
+from bot.testing.workspace import Message
 from storage import SqlStore, upgrade_database
+
+OPENING = "order 42 arrived broken, can you sort it out?"
 
 
 @tool
-async def check_stock(item: str) -> dict[str, Any]:
-    """Look up stock for an item. Remote tool: at-least-once, so it only reads."""
-    return {"item": item, "in_stock": 12}
+async def lookup_order(order_id: str) -> dict[str, Any]:
+    """Read an order (remote, at-least-once, so it only reads)."""
+    return {"order_id": order_id, "item": "blue mug", "paid": 18.5, "status": "delivered, broken"}
+
+
+@tool
+def create_order(item: str, quantity: int, ctx: ToolContext) -> dict[str, Any]:
+    """Place an order; the row commits in the same transaction as the step."""
+    conn: Connection = ctx.store.unwrap()
+    conn.execute(text("create table if not exists demo_orders (item text, quantity integer)"))
+    conn.execute(
+        text("insert into demo_orders (item, quantity) values (:item, :q)"),
+        {"item": item, "q": quantity},
+    )
+    return {"item": item, "quantity": quantity, "status": "placed"}
+
+
+@tool
+async def issue_refund(order_id: str, amount: float, ctx: ToolContext) -> dict[str, Any]:
+    """Refund an order once the requester approves it."""
+    approved = await ctx.request_input(
+        id="approve-refund",
+        prompt=f"Approve a ${amount:.2f} refund on order {order_id}?",
+        schema={"type": "boolean"},
+    )
+    if approved is not True:
+        return {"refunded": False}
+    return {"refunded": True, "order_id": order_id, "amount": amount}
 
 
 DEMO_AGENT = Agent(
-    name="demo",
-    instructions="You place orders for the team. Check stock before ordering.",
-    tools=[create_order, check_stock],
+    name="ops-demo",
+    instructions="You help the ops team with orders and refunds.",
+    tools=[lookup_order, create_order, issue_refund],
 )
 
 DEMO_SCRIPT = [
     ScriptedReply(
-        text=["Checking stock ", "and placing the order."],
+        text=["Let me look up ", "order 42."],
+        tool_calls=[ToolCall(id="call_lookup", name="lookup_order", input={"order_id": "42"})],
+    ),
+    ScriptedReply(
+        text=["The mug arrived broken: ", "I'll send a replacement ", "and refund the order."],
         tool_calls=[
-            ToolCall(id="call_stock", name="check_stock", input={"item": "blue mug"}),
             ToolCall(
-                id="call_order", name="create_order", input={"item": "blue mug", "quantity": 2}
+                id="call_order", name="create_order", input={"item": "blue mug", "quantity": 1}
+            ),
+            ToolCall(
+                id="call_refund", name="issue_refund", input={"order_id": "42", "amount": 18.5}
             ),
         ],
     ),
-    ScriptedReply(text=["Done: ", "2 blue mugs ordered ", "(12 were in stock)."]),
+    ScriptedReply(
+        text=[
+            "Done: a replacement blue mug ",
+            "is on its way and $18.50 ",
+            "was refunded on order 42.",
+        ]
+    ),
 ]
 
 
@@ -71,7 +135,7 @@ def _show(event: TurnEvent) -> None:
     sys.stdout.flush()
 
 
-async def run_demo(database_url: str) -> int:
+async def run_engine_demo(database_url: str) -> int:
     await upgrade_database(database_url)  # on SQLite, its directory is made as the file is
     store = await SqlStore.open(database_url)
     try:
@@ -79,9 +143,89 @@ async def run_demo(database_url: str) -> int:
             session = runtime.session(DEMO_AGENT, "demo:thread")
             await session.observe(_show)
             print(f"demo on {database_url.split('://')[0]} — session demo:thread\n")
-            result = await session.turn("Order two blue mugs, please.")
-            print(f"\nturn {result.turn_id[:8]}… {result.status.value}: {result.text}")
+            turn_id = await session.start(OPENING)
+            parked = await session.result(turn_id)
+            pending = await session.pending()
+            if pending is None:
+                print(f"\nturn {turn_id[:8]}… {parked.status.value}: expected an approval")
+                return 1
+            print(f"\n  ? {pending['prompt']}  (host code answers: yes)")
+            await session.resume(turn_id, pending["id"], True, by="demo-host")
+            result = await session.result(turn_id)
+            print(f"\nturn {turn_id[:8]}… {result.status.value}: {result.text}")
             print(f"usage: {result.usage.input_tokens} in / {result.usage.output_tokens} out")
             return 0 if result.status.value == "completed" else 1
     finally:
         await store.close()
+
+
+SECRET = "demo-signing-secret"
+CHANNEL = "C0DEMO"
+NAMES = {"U0ALICE": "alice", "U0BOB": "bob"}
+
+
+async def wait_until(check: Callable[[], bool], within: float = 20.0) -> None:
+    """Poll the stand-in's record (it changes from HTTP handlers, not from anything awaitable)."""
+    async with asyncio.timeout(within):
+        while not check():  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+
+
+def _approval(standin: SlackStandIn) -> Message | None:
+    for message in standin.bot_messages(CHANNEL):
+        if any(b.get("type") == "actions" for b in message.blocks or []):
+            return message
+    return None
+
+
+async def run_slack_demo(database_url: str | None = None) -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        url = database_url or f"sqlite+aiosqlite:///{Path(tmp) / 'demo.db'}"
+        await upgrade_database(url)
+        async with SlackStandIn() as standin:
+            settings = Settings(
+                DATABASE_URL=url,
+                SLACK_BOT_TOKEN=SecretStr("xoxb-offline-demo"),
+                SLACK_SIGNING_SECRET=SecretStr(SECRET),
+                SLACK_API_URL=standin.api_url,
+            )
+            bot = await open_bot(
+                settings,
+                agent=DEMO_AGENT,
+                model=ScriptedModel(DEMO_SCRIPT, delta_delay=0.05),
+                render_settings=RenderSettings(flush_interval=0.2, poll_interval=0.2),
+            )
+            server = await BackgroundServer(bot.http_app()).start()
+            try:
+                async with SlackDriver(server.url, SECRET, standin=standin) as slack:
+                    return await _story(standin, slack)
+            finally:
+                await server.stop()
+
+
+async def _story(standin: SlackStandIn, slack: SlackDriver) -> int:
+    print("Offline Slack demo: a stand-in Slack API, signed events over HTTP, the real engine.\n")
+    thread = await slack.mention("U0ALICE", OPENING, channel=CHANNEL, twin=True)
+    print("alice mentions the bot (Slack sends the app_mention and its message twin)…")
+    await wait_until(lambda: _approval(standin) is not None)
+    approval = _approval(standin)
+    assert approval is not None
+    assert approval.blocks is not None
+    approve = next(b for b in approval.blocks if b["type"] == "actions")["elements"][0]
+    print("\n" + standin.render_thread(CHANNEL, thread, NAMES) + "\n")
+
+    print("bob clicks Approve (only alice may answer)…")
+    await slack.click("U0BOB", approve, channel=CHANNEL, message_ts=approval.ts, thread_ts=thread)
+    await wait_until(lambda: bool(standin.ephemerals))
+    print(f"  ephemeral to bob: {standin.ephemerals[-1]['text']}\n")
+
+    print("alice clicks Approve…")
+    await slack.click("U0ALICE", approve, channel=CHANNEL, message_ts=approval.ts, thread_ts=thread)
+    await wait_until(lambda: any("refunded" in m.text for m in standin.bot_messages(CHANNEL)))
+    await wait_until(lambda: not any(m.streaming for m in standin.bot_messages(CHANNEL)))
+    print("\n" + standin.render_thread(CHANNEL, thread, NAMES) + "\n")
+    methods: dict[str, int] = {}
+    for call in standin.calls:
+        methods[call.method] = methods.get(call.method, 0) + 1
+    print("Slack API calls: " + ", ".join(f"{m} x{n}" for m, n in methods.items()))
+    return 0

@@ -22,14 +22,13 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.async_context import AsyncBoltContext
 
-from agent import Agent, Runtime
-from agent.errors import SessionSuspendedError
+from agent import Agent, Runtime, SessionSuspendedError
 from bot.answers import AnswerHandler
 from bot.approvals import APPROVE, DENY
 from bot.inbound import SlackMessage, person_message
 from bot.render_pool import RendererPool
 from bot.resets import RESET_SHORTCUT, Resets
-from storage.delivery_store import DeliveryStore
+from storage.delivery.store import DeliveryStore
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +45,7 @@ ACKS_IN_FLIGHT = 8
 """Events doing their database work at once in a web process that runs no turns. A pool closes
 each overflow connection on return, so a burst past the pool's size paid for a new PostgreSQL
 connection (and server process) on almost every ack, just when the CPU was scarcest; this stays
-under the PostgreSQL pools' ten connections (`storage.sql_dialects`). Four was too few: when the
+under the PostgreSQL pools' ten connections (`storage.sql.dialects`). Four was too few: when the
 database slowed down under a worker's load, four at once capped the acks below the arrival rate
 and the queue here made the p99 (200 events/s: 130-200 ms with four, 67-86 ms with eight).
 Where the process also runs turns there is no bound: the turns' commits share the same

@@ -2,7 +2,7 @@
 
 Scrubbing happens in a filter on the root handler, so a token that ends up in a message by any
 route (an SDK's debug line, an exception's text, an `extra` field) is replaced all the same. The
-credential shapes are the engine's (`agent.redaction`), so a log line and a tool error the model
+credential shapes are the engine's (`agent._redaction`), so a log line and a tool error the model
 reads are scrubbed alike.
 """
 
@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from agent.redaction import Redactor as TextRedactor
+from agent import Redactor as TextRedactor
 
 LOG_MIN_SECRET_CHARS = 6
 """Shorter than the engine's minimum: a log line mangled by over-redaction costs nobody much."""

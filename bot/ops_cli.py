@@ -7,8 +7,8 @@ import argparse
 import json
 from typing import Any
 
-from agent import Agent, ReceiptStatus, resolve_receipt
-from agent.seams import TurnKind, TurnStatus
+from agent import Agent, ReceiptStatus, TurnStatus, resolve_receipt
+from agent.seams import TurnKind
 from storage import SqlStore
 
 

@@ -22,7 +22,7 @@ from agent import Runtime, StoreUnavailableError, TurnEvent
 from bot.renderer import LeaseLost, RenderSettings, SessionRenderer
 from bot.reply_part import Target
 from bot.slack_calls import SlackCallError
-from storage.delivery_store import DeliveryStore, Post
+from storage.delivery.store import DeliveryStore, Post
 
 log = logging.getLogger(__name__)
 

@@ -22,8 +22,7 @@ from typing import Any, TypeVar, assert_never
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from agent import SessionStore, TurnEvent
-from agent.seams import TurnStatus
+from agent import SessionStore, TurnEvent, TurnStatus
 from bot.approvals import ApprovalRef, answered_message, approval_blocks, confirmation_prompt
 from bot.reply_part import (
     STATUS_TASK,
@@ -35,7 +34,7 @@ from bot.reply_part import (
     metadata_for,
 )
 from bot.slack_calls import RateLimited, Refused, StreamGone, Uncertain, bot_identity, call
-from storage.delivery_store import DeliveryStore, Post, PostUpdate
+from storage.delivery.store import DeliveryStore, Post, PostUpdate
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -30,7 +30,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from agent import Agent, Runtime
 from bot.inbound import session_key
 from bot.slack_calls import SlackCallError, call
-from storage.delivery_store import DeliveryStore, Target
+from storage.delivery.store import DeliveryStore, Target
 
 log = logging.getLogger(__name__)
 

@@ -12,9 +12,8 @@ from pathlib import Path
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from agent.anthropic_request import DEFAULT_MAX_TOKENS, DEFAULT_MODEL, MIN_THINKING_BUDGET
-from agent.redaction import password_in_url
-from agent.runtime import DEFAULT_CONTEXT_MESSAGES
+from agent import DEFAULT_CONTEXT_MESSAGES, password_in_url
+from agent.models import DEFAULT_MAX_TOKENS, DEFAULT_MODEL, MIN_THINKING_BUDGET
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./data/bot.db"
 DEFAULT_AGENT_DIR = Path(__file__).resolve().parent.parent / "examples" / "ops_agent"

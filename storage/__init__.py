@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import typing
 
-from storage.memory_store import MemoryStore
+from storage.memory.store import MemoryStore
 from storage.migrate import current_revision, upgrade_database
-from storage.sql_store import SqlStore
+from storage.sql.store import SqlStore
 
 if typing.TYPE_CHECKING:
     from agent.seams import SessionStore

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from agent.messages import JsonValue
+from agent.seams import JsonValue
 
 
 def dump_json(value: JsonValue) -> str:

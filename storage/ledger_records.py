@@ -10,15 +10,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from agent.events import event_from_json
-from agent.messages import JsonValue, message_from_json
 from agent.seams import (
     ArchivedGeneration,
     ConfirmationRecord,
     ConfirmationStatus,
     FactRecord,
+    JsonValue,
     ReceiptRecord,
     ReceiptStatus,
+    event_from_json,
+    message_from_json,
 )
 from storage.json_text import dump_json, dump_or_null, load_json
 

@@ -24,9 +24,9 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import inspect
 from sqlalchemy.engine import Connection
 
-from agent.errors import SchemaMismatchError
-from storage.sql_dialects import dialect_for
-from storage.sql_schema import metadata
+from agent.seams import SchemaMismatchError
+from storage.sql.dialects import dialect_for
+from storage.sql.schema import metadata
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 UPGRADE_COMMAND = "bot db upgrade"

@@ -12,17 +12,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.events import TurnCancelled, TurnEvent, event_to_json
-from agent.messages import message_to_json
 from agent.seams import (
     SessionRecord,
     SessionStatus,
     StepCommit,
+    TurnCancelled,
+    TurnEvent,
+    TurnInput,
     TurnKind,
     TurnRecord,
     TurnStatus,
+    event_to_json,
+    message_to_json,
 )
-from agent.turn_input import TurnInput
 from storage.json_text import canonical_json, dump_json, load_json
 from storage.ledger_records import Row, confirmation_values, fact_values
 

@@ -31,9 +31,9 @@ import pytest
 from psycopg import sql
 from sqlalchemy.engine import make_url
 
-from agent.seams import SessionStore
+from agent import SessionStore
 from storage import MemoryStore, SqlStore, upgrade_database
-from storage.sql_schema import STORE_TABLES
+from storage.sql.schema import STORE_TABLES
 from tests.support.service_policy import service_unavailable
 
 T = TypeVar("T")

@@ -10,8 +10,7 @@ Settings are read once, when the agent is loaded (see `config.py`).
 
 from __future__ import annotations
 
-from agent import AnswerRequest
-from agent.agent_def import Schedule
+from agent import AnswerRequest, Schedule
 
 from .config import REFUND_POLICY, OpsConfig
 

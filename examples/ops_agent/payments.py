@@ -26,8 +26,8 @@ from typing import Any
 from sqlalchemy import Connection, func, select
 
 from agent import EffectNotAppliedError
-from storage.sql_dialects import dialect_for
-from storage.sql_executor import TransactionExecutor
+from storage.sql.dialects import dialect_for
+from storage.sql.executor import TransactionExecutor
 
 from .tables import ops_orders, ops_refunds
 

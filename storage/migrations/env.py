@@ -10,7 +10,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy.engine import Connection
 
-from storage.sql_schema import metadata
+from storage.sql.schema import metadata
 
 
 def run_migrations() -> None:

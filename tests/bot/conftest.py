@@ -9,8 +9,8 @@ import pytest
 from sqlalchemy import delete
 
 from bot.testing import SlackStandIn
-from storage.delivery_schema import DELIVERY_TABLES
-from storage.sql_dialects import dialect_for
+from storage.delivery.schema import DELIVERY_TABLES
+from storage.sql.dialects import dialect_for
 from tests.bot.harness import ONE_PROCESS, WEB_AND_WORKER, Running, start_bot
 from tests.support.loop_watch import LoopWatch
 

@@ -25,7 +25,7 @@ from bot.inbound import session_key
 from bot.listeners import ACKS_IN_FLIGHT
 from bot.testing import SlackDriver
 from storage import SqlStore
-from storage.delivery_store import DeliveryStore
+from storage.delivery.store import DeliveryStore
 from tests.bot.agents import AGENT, SIMPLE, model
 from tests.bot.harness import SECRET, TOKEN, eventually, idle, replies
 

@@ -16,11 +16,9 @@ from typing import Any
 import pytest
 from anthropic.resources.messages import messages as sdk_messages
 
-from agent.anthropic_model import AnthropicSettings
-from agent.anthropic_request import DEFAULT_MAX_TOKENS, DEFAULT_MODEL
-from agent.errors import ModelError
-from agent.messages import UserMessage
-from agent.seams import ModelRequest, ModelSettings
+from agent import AnthropicSettings, ModelError, ModelSettings, UserMessage
+from agent.models import DEFAULT_MAX_TOKENS, DEFAULT_MODEL
+from agent.seams import ModelRequest
 from bot import commands
 from bot.app import build_model
 from bot.cli import main

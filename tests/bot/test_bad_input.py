@@ -22,13 +22,13 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from agent.scripted_model import opening_text
+from agent.models import opening_text
 from bot.inbound import session_key
 from bot.testing import SlackStandIn
 from bot.testing.workspace import Message
-from storage.delivery_schema import DELIVERY_TABLES
-from storage.sql_dialects import dialect_for
-from storage.sql_schema import STORE_TABLES
+from storage.delivery.schema import DELIVERY_TABLES
+from storage.sql.dialects import dialect_for
+from storage.sql.schema import STORE_TABLES
 from tests.bot.agents import AGENT, SIMPLE, model
 from tests.bot.harness import SECRET, Running, eventually, idle, replies
 

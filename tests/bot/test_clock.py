@@ -7,8 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from agent import Agent, ScriptedModel, ScriptedReply
-from agent.agent_def import Schedule
+from agent import Agent, Schedule, ScriptedModel, ScriptedReply
 from bot.app import open_bot
 from bot.asgi_server import BackgroundServer
 from bot.clock import Clock, cron_session

@@ -24,9 +24,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from agent import ScriptedReply
-from agent.events import MessageDelta
-from agent.scripted_model import opening_text
+from agent import MessageDelta, ScriptedReply
+from agent.models import opening_text
 from agent.seams import ModelEvent, ModelRequest, TextDelta
 from bot.app import SlackBot, open_bot
 from bot.asgi_server import BackgroundServer
@@ -43,7 +42,7 @@ pytestmark = [
 ]
 
 CHANNEL = "C0LIVE"
-RELAY_LOG = "storage.redis_events"
+RELAY_LOG = "storage.redis.events"
 SHOW_WITHIN = 5.0
 
 

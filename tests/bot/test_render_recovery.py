@@ -35,7 +35,7 @@ from bot.slack_calls import make_render_client
 from bot.testing import SlackStandIn
 from bot.testing.workspace import Message
 from storage import SqlStore
-from storage.delivery_store import DeliveryStore
+from storage.delivery.store import DeliveryStore
 from tests.bot.agents import AGENT, hold_model
 from tests.bot.harness import FAST, TOKEN, eventually
 

@@ -8,13 +8,14 @@ from typing import Any
 
 from sqlalchemy import select
 
-from agent import Agent, ModelRequest, ScriptedModel, ScriptedReply, ToolCall, ToolMessage, tool
+from agent import Agent, ScriptedModel, ScriptedReply, ToolCall, ToolMessage, tool
+from agent.seams import ModelRequest
 from bot.app import engine_secrets
 from bot.settings import Settings
 from bot.testing import SlackStandIn
-from storage.delivery_schema import DELIVERY_TABLES
-from storage.sql_dialects import dialect_for
-from storage.sql_schema import STORE_TABLES
+from storage.delivery.schema import DELIVERY_TABLES
+from storage.sql.dialects import dialect_for
+from storage.sql.schema import STORE_TABLES
 from tests.bot.harness import SECRET, TOKEN, eventually, idle, replies
 
 CHANNEL = "C0SECRET"

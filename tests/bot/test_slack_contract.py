@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from agent import ScriptedReply, ToolCall
-from agent.scripted_model import step_in_turn
+from agent.models import step_in_turn
 from agent.seams import ModelEvent, ModelRequest, StreamRestart, TextDelta
 from tests.bot.agents import AGENT, REFUND, SIMPLE, model
 from tests.bot.harness import ONE_PROCESS, approval, eventually, idle, replies

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
-from agent.seams import SessionStore
+from agent import SessionStore
 from storage import SqlStore
 
 Reopen = Callable[[], Awaitable[SessionStore]]

@@ -13,7 +13,7 @@ The seam has two sides, and both are checked on each sink:
 group checks that a failing or stuck observer (or sink) leaves the turn and the other observers
 alone and itself loses nothing, while a quick one is awaited (its reaction, a cancel say, is in
 place at the turn's next checkpoint). No Redis sink exists: the Redis event relay
-(`storage.redis_events`) is not a sink but hangs off the hub (`tests/unit/test_hub_relay.py`,
+(`storage.redis.events`) is not a sink but hangs off the hub (`tests/unit/test_hub_relay.py`,
 `tests/integration/test_live_events.py`).
 """
 
@@ -25,24 +25,30 @@ from dataclasses import dataclass
 
 import pytest
 
-from agent import Agent, Runtime, ScriptedModel, ScriptedReply, TurnStatus, tool
-from agent.events import (
+from agent import (
     ActionCompleted,
     ActionRequested,
+    Agent,
     ConfirmationRequested,
     ConfirmationResolved,
+    EventHub,
+    EventSink,
     InputRequested,
     MessageCompleted,
     MessageDelta,
+    RecordingSink,
+    Runtime,
+    ScriptedModel,
+    ScriptedReply,
+    ToolCall,
     TurnCancelled,
     TurnCompleted,
     TurnEvent,
     TurnFailed,
     TurnStarted,
+    TurnStatus,
+    tool,
 )
-from agent.messages import ToolCall
-from agent.seams import EventSink
-from agent.sinks import EventHub, RecordingSink
 from storage import MemoryStore
 
 WAIT = 30.0

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.sinks import EventHub, RecordingSink
+from agent import EventHub, RecordingSink
 from tests.contract.test_event_sink import SINKS
 from tests.contract.test_model import MODELS
 
@@ -29,16 +29,16 @@ SEAMS = {"SessionStore": "enqueue_turn", "EventSink": "emit", "Model": "stream"}
 
 REGISTERED = {
     "SessionStore": {
-        "storage.memory_store.MemoryStore": ("memory",),
-        "storage.sql_store.SqlStore": ("sqlite", "postgres"),
+        "storage.memory.store.MemoryStore": ("memory",),
+        "storage.sql.store.SqlStore": ("sqlite", "postgres"),
     },
     "EventSink": {
-        "agent.sinks.RecordingSink": ("recording",),
-        "agent.sinks.EventHub": ("hub-subscriber", "hub-async-subscriber", "hub-downstream"),
+        "agent._sinks.RecordingSink": ("recording",),
+        "agent._sinks.EventHub": ("hub-subscriber", "hub-async-subscriber", "hub-downstream"),
     },
     "Model": {
-        "agent.scripted_model.ScriptedModel": ("scripted",),
-        "agent.anthropic_model.AnthropicModel": ("anthropic",),
+        "agent.models._scripted.ScriptedModel": ("scripted",),
+        "agent.models._anthropic.AnthropicModel": ("anthropic",),
     },
 }
 

@@ -11,28 +11,31 @@ from dataclasses import replace
 
 import pytest
 
-from agent.errors import (
+from agent import (
+    ConfirmationRequested,
+    ConfirmationResolved,
     LeaseLostError,
+    ReceiptStatus,
     ResumeConflictError,
+    SessionStore,
     SessionSuspendedError,
     StepConflictError,
+    TurnEvent,
+    TurnInput,
+    TurnStatus,
 )
-from agent.events import ConfirmationRequested, ConfirmationResolved, TurnEvent
+from agent._turn_input import ConfirmationAnswer
 from agent.seams import (
     ConfirmationRecord,
     ConfirmationStatus,
     FactRecord,
     Lease,
     ReceiptRecord,
-    ReceiptStatus,
     SessionStatus,
-    SessionStore,
     StepCommit,
     StoreHandle,
     TurnRecord,
-    TurnStatus,
 )
-from agent.turn_input import ConfirmationAnswer, TurnInput
 
 S = "slack:T1:C1:300.0"
 TTL = 30.0

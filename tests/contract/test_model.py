@@ -22,9 +22,23 @@ from typing import Any
 import pytest
 from anthropic import AsyncAnthropic
 
-from agent import Agent, Runtime, ToolContext, TurnEvent, TurnStatus, tool
-from agent.errors import AbnormalStopError, ModelError
-from agent.messages import AssistantMessage, TextBlock, ToolCall, ToolMessage, UserMessage
+from agent import (
+    AbnormalStopError,
+    Agent,
+    AssistantMessage,
+    ModelError,
+    Runtime,
+    TextBlock,
+    ToolCall,
+    ToolContext,
+    ToolMessage,
+    TurnEvent,
+    TurnStatus,
+    UserMessage,
+    tool,
+)
+from agent._signals import CancelTurn
+from agent._turn_loop import model_stream
 from agent.seams import (
     ModelEvent,
     ModelReply,
@@ -33,8 +47,6 @@ from agent.seams import (
     TextDelta,
     ToolSpec,
 )
-from agent.signals import CancelTurn
-from agent.turn_loop import model_stream
 from storage import MemoryStore
 from tests.support.anthropic_standin import AnthropicStandin
 from tests.support.model_harnesses import (

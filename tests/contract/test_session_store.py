@@ -13,34 +13,33 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, func, select, text
 
-from agent.errors import (
-    FatalToolError,
-    LeaseLostError,
-    ResumeConflictError,
-    SessionSuspendedError,
-    StepConflictError,
-)
-from agent.events import ActionCompleted, MessageDelta, TurnCancelled, TurnCompleted, TurnStarted
-from agent.messages import (
+from agent import (
+    ActionCompleted,
     AssistantMessage,
+    FatalToolError,
+    InboundEvent,
+    LeaseLostError,
     Message,
+    MessageDelta,
+    ResumeConflictError,
+    SessionStore,
+    SessionSuspendedError,
+    Speaker,
+    StepConflictError,
     TextBlock,
     ToolCall,
     ToolMessage,
     TriggerMessage,
+    TurnCancelled,
+    TurnCompleted,
+    TurnInput,
+    TurnStarted,
+    TurnStatus,
     UserMessage,
 )
-from agent.seams import (
-    Lease,
-    SessionStatus,
-    SessionStore,
-    StepCommit,
-    StoreHandle,
-    TurnStatus,
-)
-from agent.turn_input import InboundEvent, Speaker, TurnInput
+from agent.seams import Lease, SessionStatus, StepCommit, StoreHandle
 from storage import MemoryStore, SqlStore
-from storage.sql_schema import confirmations, events, facts, messages, steps
+from storage.sql.schema import confirmations, events, facts, messages, steps
 
 S = "slack:T1:C1:100.0"
 TTL = 30.0

@@ -1,7 +1,7 @@
 """The step commit's fast paths write exactly what the general path writes.
 
-`storage.sql_driver` runs the hot statements on the driver's cursor, and on PostgreSQL
-`storage.sql_commit_postgres` writes a whole step in one statement. Both are only an
+`storage.sql.driver` runs the hot statements on the driver's cursor, and on PostgreSQL
+`storage.sql.commit_postgres` writes a whole step in one statement. Both are only an
 optimisation: the rows a commit leaves, and what it refuses, must be the same as through the
 general path of separate SQLAlchemy statements. The store contract (`test_session_store.py`)
 covers the refusals on every backend; here the rows are compared side by side.
@@ -29,13 +29,23 @@ from sqlalchemy import (
     update,
 )
 
-from agent.events import ActionCompleted, TurnCompleted, TurnStarted
-from agent.messages import AssistantMessage, TextBlock, ToolCall, ToolMessage, UserMessage
-from agent.seams import SessionStatus, StepCommit, TurnStatus
-from agent.turn_input import TurnInput
-from storage import SqlStore, sql_commit_postgres
-from storage.sql_driver import INTEGRITY_ERRORS, DriverStatement
-from storage.sql_schema import events, messages, sessions, steps, turns
+from agent import (
+    ActionCompleted,
+    AssistantMessage,
+    TextBlock,
+    ToolCall,
+    ToolMessage,
+    TurnCompleted,
+    TurnInput,
+    TurnStarted,
+    TurnStatus,
+    UserMessage,
+)
+from agent.seams import SessionStatus, StepCommit
+from storage import SqlStore
+from storage.sql import commit_postgres as sql_commit_postgres
+from storage.sql.driver import INTEGRITY_ERRORS, DriverStatement
+from storage.sql.schema import events, messages, sessions, steps, turns
 
 TTL = 30.0
 NOW = 1_000.0

@@ -23,16 +23,14 @@ from sqlalchemy import Connection, create_engine, inspect, text
 from sqlalchemy.engine import make_url
 
 import storage
-from agent.errors import FatalToolError, SchemaMismatchError, StoreUnavailableError
-from agent.messages import UserMessage
+from agent import FatalToolError, SchemaMismatchError, StoreUnavailableError, TurnInput, UserMessage
 from agent.seams import StepCommit, StoreHandle
-from agent.turn_input import TurnInput
 from examples.ops_agent.tables import metadata as ops_metadata
 from storage import MemoryStore, SqlStore, current_revision, open_store, upgrade_database
-from storage.delivery_schema import delivery_metadata
+from storage.delivery.schema import delivery_metadata
 from storage.migrate import MIGRATIONS_DIR, alembic_config, head_revision
-from storage.sql_dialects import WRITE_OPTION, PostgresDialect, SqliteDialect, dialect_for
-from storage.sql_schema import metadata
+from storage.sql.dialects import WRITE_OPTION, PostgresDialect, SqliteDialect, dialect_for
+from storage.sql.schema import metadata
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -420,9 +418,8 @@ async def test_local_tool_may_not_end_the_step_transaction(sql_url: str) -> None
 _CHILD = textwrap.dedent(
     """
     import asyncio, sys
-    from agent.messages import UserMessage
+    from agent import TurnInput, UserMessage
     from agent.seams import StepCommit
-    from agent.turn_input import TurnInput
     from storage import SqlStore
 
     async def main(url, me):
@@ -494,7 +491,7 @@ async def test_postgres_connection_killed_while_in_use_fails_one_call_and_is_rep
     ago) fails the next commit as `StoreUnavailableError`, whatever ran the statement (the step
     commit goes straight to psycopg's cursor, past SQLAlchemy), nothing of it is written, and
     the call after it runs on a new connection."""
-    from storage import sql_dialects
+    from storage.sql import dialects as sql_dialects
 
     monkeypatch.setattr(sql_dialects, "PING_AFTER_IDLE", 3600.0)
     store = await SqlStore.open(postgres_url)
@@ -524,7 +521,7 @@ async def test_postgres_connections_killed_while_idle_fail_no_call(
     """A server restart or failover kills the pooled connections; the next calls must not fail.
     Connections idle past the threshold are pinged at checkout and replaced; busy ones are not
     pinged (that round trip was a seventh of an ack's)."""
-    from storage import sql_dialects
+    from storage.sql import dialects as sql_dialects
 
     monkeypatch.setattr(sql_dialects, "PING_AFTER_IDLE", 0.2)
     store = await SqlStore.open(postgres_url)

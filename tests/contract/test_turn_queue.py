@@ -12,19 +12,19 @@ from typing import Any
 
 import pytest
 
-from agent.errors import LeaseLostError, ResumeConflictError, StepConflictError
-from agent.events import ActionCompleted, InputRequested, TurnStarted
-from agent.messages import UserMessage
-from agent.seams import (
-    FactRecord,
-    Lease,
-    SessionStatus,
+from agent import (
+    ActionCompleted,
+    InputRequested,
+    LeaseLostError,
+    ResumeConflictError,
     SessionStore,
-    StepCommit,
-    TurnKind,
+    StepConflictError,
+    TurnInput,
+    TurnStarted,
     TurnStatus,
+    UserMessage,
 )
-from agent.turn_input import TurnInput
+from agent.seams import FactRecord, Lease, SessionStatus, StepCommit, TurnKind
 
 Reopen = Callable[[], Awaitable[SessionStore]]
 

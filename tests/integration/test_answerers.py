@@ -15,7 +15,9 @@ from agent import (
     ResumeAuthorizationError,
     ResumeRequest,
     Runtime,
+    Schedule,
     ScriptedModel,
+    SessionStore,
     Speaker,
     ToolMessage,
     Trigger,
@@ -25,8 +27,7 @@ from agent import (
     grant_confirmation,
     receive,
 )
-from agent.agent_def import Schedule
-from agent.seams import SessionStatus, SessionStore
+from agent.seams import SessionStatus
 from tests.integration.test_confirmations import _agent as confirm_agent
 from tests.integration.test_confirmations import _model as confirm_model
 from tests.support.hitl_fixtures import refund_agent, refund_model

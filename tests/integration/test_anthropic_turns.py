@@ -12,9 +12,17 @@ from collections.abc import AsyncIterator
 import pytest
 from anthropic import AsyncAnthropic
 
-from agent import Agent, RecordingSink, Runtime, TurnResult, TurnStatus, tool
-from agent.anthropic_model import AnthropicModel
-from agent.seams import ModelSettings, SessionStore
+from agent import (
+    Agent,
+    AnthropicModel,
+    ModelSettings,
+    RecordingSink,
+    Runtime,
+    SessionStore,
+    TurnResult,
+    TurnStatus,
+    tool,
+)
 from tests.support.anthropic_standin import AnthropicStandin, Text, ToolUse, sse_reply
 
 REFUND = {"order": "A-1", "amount_cents": 100000}

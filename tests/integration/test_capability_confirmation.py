@@ -21,6 +21,7 @@ from agent import (
     Runtime,
     ScriptedModel,
     ScriptedReply,
+    SessionStore,
     ToolCall,
     ToolContext,
     ToolMessage,
@@ -30,8 +31,7 @@ from agent import (
     grant_confirmation,
     tool,
 )
-from agent.seams import SessionStore
-from agent.session import confirmation_digest
+from agent._session import confirmation_digest
 from tests.support.hitl_fixtures import slack_event
 
 S = "slack:T1:C1:1.0"

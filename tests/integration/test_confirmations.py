@@ -15,6 +15,7 @@ from agent import (
     Runtime,
     ScriptedModel,
     ScriptedReply,
+    SessionStore,
     ToolCall,
     ToolMessage,
     TriggerMessage,
@@ -22,7 +23,6 @@ from agent import (
     grant_confirmation,
     tool,
 )
-from agent.seams import SessionStore
 from tests.support.hitl_fixtures import slack_event
 
 REFUNDS: list[dict[str, Any]] = []

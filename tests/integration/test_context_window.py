@@ -9,6 +9,7 @@ from agent import (
     Runtime,
     ScriptedModel,
     ScriptedReply,
+    SessionStore,
     ToolCall,
     ToolContext,
     ToolMessage,
@@ -16,7 +17,6 @@ from agent import (
     UserMessage,
     tool,
 )
-from agent.seams import SessionStore
 
 RUNS: list[str] = []
 

@@ -19,6 +19,7 @@ from agent import (
     Runtime,
     ScriptedModel,
     ScriptedReply,
+    SessionStore,
     SessionSuspendedError,
     ToolCall,
     ToolContext,
@@ -30,7 +31,7 @@ from agent import (
     receive,
     tool,
 )
-from agent.seams import SessionStore, TurnKind
+from agent.seams import TurnKind
 from tests.support.hitl_fixtures import refund_agent, refund_model, slack_event
 
 
@@ -587,11 +588,11 @@ def test_policy_for_a_source_no_channel_emits_logs_a_warning(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     root = _agent_dir(tmp_path / "agent", mode=None)
-    with caplog.at_level("WARNING", logger="agent.loader"):
+    with caplog.at_level("WARNING", logger="agent._loader"):
         load_agent(root, emitted_sources=["email"])
     assert "'slack'" in caplog.text
     assert "no mounted channel emits it" in caplog.text
     caplog.clear()
-    with caplog.at_level("WARNING", logger="agent.loader"):
+    with caplog.at_level("WARNING", logger="agent._loader"):
         load_agent(root, emitted_sources=["slack"])
     assert caplog.text == ""

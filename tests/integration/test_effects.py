@@ -21,6 +21,7 @@ from agent import (
     Runtime,
     ScriptedModel,
     ScriptedReply,
+    SessionStore,
     StepConflictError,
     ToolCall,
     ToolContext,
@@ -29,7 +30,6 @@ from agent import (
     resolve_receipt,
     tool,
 )
-from agent.seams import SessionStore
 from tests.support import children
 from tests.support.confirmations import approve_pending, turn_and_approve
 from tests.support.effect_fixtures import fan_agent, fan_model

@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from agent import (
     Agent,
     ConfirmationStatus,
+    ReceiptStatus,
     ResumeAuthorizationError,
     ResumeConflictError,
     Runtime,
@@ -31,8 +32,8 @@ from agent import (
     grant_confirmation,
     load_agent,
 )
-from agent.scripted_model import opening_text
-from agent.seams import ModelRequest, ReceiptStatus
+from agent.models import opening_text
+from agent.seams import ModelRequest
 from storage import SqlStore, upgrade_database
 from storage.migrate import alembic_config
 from tests.support.hitl_fixtures import slack_event

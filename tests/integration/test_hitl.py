@@ -18,6 +18,7 @@ from agent import (
     Runtime,
     ScriptedModel,
     ScriptedReply,
+    SessionStore,
     SessionSuspendedError,
     ToolCall,
     ToolContext,
@@ -27,7 +28,6 @@ from agent import (
     grant_answer,
     tool,
 )
-from agent.seams import SessionStore
 from tests.support import children
 from tests.support.engine_fixtures import RUN_LOG_ENV, read_runs
 from tests.support.hitl_fixtures import refund_agent, refund_model, slack_event

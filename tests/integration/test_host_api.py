@@ -31,13 +31,13 @@ from agent import (
     ToolContext,
     Trigger,
     TurnInput,
-    TurnKind,
     TurnNotFoundError,
     TurnStatus,
     grant_answer,
     grant_confirmation,
     tool,
 )
+from agent.seams import TurnKind
 
 
 @tool

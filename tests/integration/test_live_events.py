@@ -21,7 +21,7 @@ from redis.asyncio import Redis
 
 from agent import Agent, Runtime, ScriptedModel, TurnEvent, TurnStatus
 from storage import SqlStore
-from storage.redis_events import RedisEventRelay
+from storage.redis.events import RedisEventRelay
 from tests.support import children
 from tests.support.children import Process, stop, wait_line
 from tests.support.live_child import words

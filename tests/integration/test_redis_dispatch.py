@@ -27,21 +27,21 @@ from agent import (
     Runtime,
     ScriptedModel,
     ScriptedReply,
+    SessionStore,
     ToolCall,
     ToolContext,
     ToolMessage,
     TurnStatus,
     tool,
 )
-from agent.seams import SessionStore
 from storage import MemoryStore, SqlStore
-from storage.redis_dispatch import RedisDispatcher, redact
+from storage.redis.dispatch import RedisDispatcher, redact
 from tests.support.private_services import PrivateRedis, free_port
 
 pytestmark = pytest.mark.redis
 
 HOUR = 3600.0
-LOGGER = "storage.redis_dispatch"
+LOGGER = "storage.redis.dispatch"
 
 
 async def eventually(check: Callable[[], Awaitable[Any]], *, until: Any, within: float = 5) -> None:

@@ -19,22 +19,22 @@ from agent import (
     EffectNotAppliedError,
     FatalToolError,
     ModelError,
-    ModelRequest,
     RecordingSink,
     Runtime,
     ScriptedModel,
     ScriptedReply,
+    SessionStore,
     ToolCall,
     ToolContext,
     ToolMessage,
     TurnStatus,
     tool,
 )
-from agent.scripted_model import opening_text
-from agent.seams import SessionStore
-from agent.tool_steps import confirmed_call_id
+from agent._tool_steps import confirmed_call_id
+from agent.models import opening_text
+from agent.seams import ModelRequest
 from storage import SqlStore
-from storage.sql_schema import STORE_TABLES
+from storage.sql.schema import STORE_TABLES
 from tests.support.confirmations import approve_pending
 
 CONFIGURED = "cfg-Partner-key-9f3a2b"

@@ -23,7 +23,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from agent.seams import ReceiptStatus
+from agent import ReceiptStatus
 from bot.inbound import session_key
 from bot.reply_part import TASK_MARKS
 from bot.testing import SlackDriver, SlackStandIn

@@ -40,7 +40,8 @@ from agent import (
     tool,
 )
 from agent.seams import Lease, StepCommit, StoreHandle
-from storage import MemoryStore, SqlStore, sql_dialects
+from storage import MemoryStore, SqlStore
+from storage.sql import dialects as sql_dialects
 from tests.support.confirmations import turn_and_approve
 from tests.support.engine_fixtures import (
     ORDER_AGENT,

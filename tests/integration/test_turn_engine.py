@@ -18,6 +18,7 @@ from agent import (
     Runtime,
     ScriptedModel,
     ScriptedReply,
+    SessionStore,
     ToolCall,
     ToolContext,
     ToolMessage,
@@ -25,7 +26,6 @@ from agent import (
     UserMessage,
     tool,
 )
-from agent.seams import SessionStore
 from tests.support.engine_fixtures import ORDER_AGENT, ORDER_SCRIPT, HookedStore
 from tests.support.loop_watch import LoopWatch
 

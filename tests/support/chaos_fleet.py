@@ -41,7 +41,7 @@ from typing import Any
 import httpx
 import psycopg
 
-from agent.seams import ReceiptStatus
+from agent import ReceiptStatus
 from bot.inbound import session_key
 from bot.reply_part import TASK_MARKS
 from bot.testing import SlackDriver, SlackStandIn

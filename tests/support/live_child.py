@@ -23,7 +23,7 @@ import time
 
 from agent import Agent, Runtime, ScriptedModel, ScriptedReply, TurnEvent
 from storage import SqlStore
-from storage.redis_events import RedisEventRelay
+from storage.redis.events import RedisEventRelay
 
 
 def _say(line: str) -> None:

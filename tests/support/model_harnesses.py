@@ -14,11 +14,16 @@ from typing import Protocol
 
 from anthropic import AsyncAnthropic
 
-from agent.anthropic_model import AnthropicModel
-from agent.errors import ModelError
-from agent.messages import ContentBlock, TextBlock, ToolCall
-from agent.scripted_model import ScriptedModel, ScriptedReply
-from agent.seams import Model, ModelEvent, ModelReply, ModelRequest, StreamRestart, TextDelta
+from agent import (
+    AnthropicModel,
+    Model,
+    ModelError,
+    ScriptedModel,
+    ScriptedReply,
+    TextBlock,
+    ToolCall,
+)
+from agent.seams import ContentBlock, ModelEvent, ModelReply, ModelRequest, StreamRestart, TextDelta
 from tests.support.anthropic_standin import (
     AnthropicStandin,
     ContentSpec,

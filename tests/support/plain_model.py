@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Sequence
 
-from agent.errors import ModelError
+from agent import ModelError
 from agent.seams import ModelEvent, ModelRequest
 
 

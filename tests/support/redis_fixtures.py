@@ -15,7 +15,7 @@ import pytest
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from storage.redis_dispatch import redact
+from storage.redis.dispatch import redact
 from tests.support.service_policy import service_unavailable
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"

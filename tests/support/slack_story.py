@@ -16,8 +16,8 @@ from sqlalchemy import select
 
 from bot.testing import SlackStandIn
 from storage import SqlStore
-from storage.delivery_schema import delivery_posts
-from storage.delivery_store import DeliveryStore
+from storage.delivery.schema import delivery_posts
+from storage.delivery.store import DeliveryStore
 
 Moment = tuple[float, str]
 """(time.time(), what the test did then), e.g. a SIGKILL."""

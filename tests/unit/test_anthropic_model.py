@@ -16,13 +16,14 @@ import pytest
 from anthropic import AsyncAnthropic
 from anthropic.resources.messages import AsyncMessages
 
-from agent.anthropic_model import AnthropicModel, AnthropicSettings
-from agent.anthropic_request import bound_transcript
-from agent.errors import AbnormalStopError, ModelError
-from agent.messages import (
+from agent import (
+    AbnormalStopError,
+    AnthropicModel,
+    AnthropicSettings,
     AssistantMessage,
     Message,
-    RedactedThinkingBlock,
+    ModelError,
+    ModelSettings,
     TextBlock,
     ThinkingBlock,
     ToolCall,
@@ -31,15 +32,9 @@ from agent.messages import (
     Usage,
     UserMessage,
 )
-from agent.seams import (
-    ModelEvent,
-    ModelReply,
-    ModelRequest,
-    ModelSettings,
-    StreamRestart,
-    TextDelta,
-    ToolSpec,
-)
+from agent._messages import RedactedThinkingBlock
+from agent.models._anthropic_request import bound_transcript
+from agent.seams import ModelEvent, ModelReply, ModelRequest, StreamRestart, TextDelta, ToolSpec
 from tests.support.anthropic_standin import (
     AnthropicStandin,
     RedactedThinking,
@@ -322,7 +317,7 @@ async def test_temperature_is_not_sent_since_the_sdk_takes_none(
     assert "temperature" not in inspect.signature(AsyncMessages.stream).parameters
     api.enqueue(sse_reply(Text("a")), sse_reply(Text("b")))
 
-    with caplog.at_level(logging.WARNING, logger="agent.anthropic_model"):
+    with caplog.at_level(logging.WARNING, logger="agent.models._anthropic"):
         first = await collect(model, ask(temperature=0.2))
         await collect(model, ask(temperature=0.2))
 

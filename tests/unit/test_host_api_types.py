@@ -34,7 +34,7 @@ ALLOWED = {
         "the parked request is still a dict; making it a typed model is its own issue"
     ),
     "resolve_receipt(value)": (
-        "agent/effects.py belongs to another change in flight; `AgentSession.resolve_receipt` "
+        "agent/_effects.py belongs to another change in flight; `AgentSession.resolve_receipt` "
         "is the typed way in"
     ),
 }

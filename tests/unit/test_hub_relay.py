@@ -8,8 +8,7 @@ import logging
 
 import pytest
 
-from agent import EventHub, MessageDelta, RecordingSink, TurnStarted
-from agent.events import TurnEvent
+from agent import EventHub, MessageDelta, RecordingSink, TurnEvent, TurnStarted
 
 
 class FakeRelay:

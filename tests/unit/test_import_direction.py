@@ -1,5 +1,8 @@
 """Imports point one way: bot → agent, bot → storage, storage → agent's seams and types. A wrong
-arrow fails here, including imports hidden inside functions or under TYPE_CHECKING."""
+arrow fails here, including imports hidden inside functions or under TYPE_CHECKING.
+
+And they stop at `agent`'s public boundary: `bot/`, `examples/` and `bench/` (hosts) import only
+`agent`, `agent.seams` and `agent.models`; `storage/` (a store author) only `agent.seams`."""
 
 from __future__ import annotations
 
@@ -10,16 +13,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 FORBIDDEN = {"agent": {"bot", "storage"}, "storage": {"bot"}, "bot": set()}
-STORE_SIDE_OF_AGENT = {
-    "agent.seams",  # the Protocols a store (or a dispatcher, a relay) implements
-    "agent.errors",
-    "agent.events",
-    "agent.messages",
-    "agent.turn_input",
-    "agent.redaction",  # scrubbing secrets out of a driver's error text
+PUBLIC_OF_AGENT = {
+    "bot": {"agent", "agent.seams", "agent.models"},
+    "examples": {"agent", "agent.seams", "agent.models"},
+    "bench": {"agent", "agent.seams", "agent.models"},
+    "storage": {"agent.seams"},
 }
-"""All of `agent` that `storage` may import: what a store author needs, never the engine's
-workings (the runtime, the turn loop, the hub), so a store stays swappable."""
+"""What of `agent` each area may import: a store needs the seams, records, codecs and errors
+(all in `agent.seams`), never the engine's workings (the runtime, the turn loop, the hub), so a
+store stays swappable; a host needs the public API, never a private module."""
 
 
 def _imported_modules(path: Path) -> set[str]:
@@ -51,33 +53,36 @@ def test_package_imports_point_one_way(package: str) -> None:
 
 def test_walker_sees_a_wrong_arrow(tmp_path: Path) -> None:
     bad = tmp_path / "m.py"
-    bad.write_text("def f():\n    from storage.sql_store import SqlStore\n    return SqlStore\n")
+    bad.write_text("def f():\n    from storage.sql.store import SqlStore\n    return SqlStore\n")
     assert "storage" in _imported_roots(bad)
 
 
-def test_storage_imports_only_the_store_side_of_agent() -> None:
+@pytest.mark.parametrize("area", sorted(PUBLIC_OF_AGENT))
+def test_only_the_public_modules_of_agent_are_imported(area: str) -> None:
+    allowed = PUBLIC_OF_AGENT[area]
     wrong = set()
-    for path in sorted((ROOT / "storage").rglob("*.py")):
+    for path in sorted((ROOT / area).rglob("*.py")):
         for module in _imported_modules(path):
-            parts = module.split(".")
-            if parts[0] != "agent" or len(parts) < 2:
+            if module.split(".")[0] != "agent":
                 continue
             # `from agent.seams import X` lists both agent.seams and agent.seams.X
-            if ".".join(parts[:2]) not in STORE_SIDE_OF_AGENT:
-                wrong.add(f"{path.relative_to(ROOT)} imports {'.'.join(parts[:2])}")
+            if module not in allowed and module.rpartition(".")[0] not in allowed:
+                wrong.add(f"{path.relative_to(ROOT)} imports {module}")
     assert not wrong, sorted(wrong)
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def _agent_import_graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
-    for path in sorted((ROOT / "agent").glob("*.py")):
-        name = "agent" if path.stem == "__init__" else f"agent.{path.stem}"
-        graph[name] = {
-            module
-            for module in _imported_modules(path)
-            if module.startswith("agent.") and module.count(".") == 1
-        }
-    return graph
+    for path in sorted((ROOT / "agent").rglob("*.py")):
+        graph[_module_name(path)] = {m for m in _imported_modules(path) if m.startswith("agent.")}
+    modules = set(graph)
+    # `from agent.seams import X` lists agent.seams.X too: keep only names that are modules
+    return {name: imports & modules for name, imports in graph.items()}
 
 
 def _circles(graph: dict[str, set[str]]) -> list[list[str]]:

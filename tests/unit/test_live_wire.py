@@ -1,5 +1,5 @@
-"""The relayed live events' wire format (`storage.live_wire`): any text survives, every message is
-bounded, garbage is refused, and a receiver never shows a step with a hole in it."""
+"""The relayed live events' wire format (`storage.redis.live_wire`): any text survives, every
+message is bounded, garbage is refused, and a receiver never shows a step with a hole in it."""
 
 from __future__ import annotations
 
@@ -9,14 +9,15 @@ import pytest
 
 from agent import (
     ActionCompleted,
+    ActionRequested,
     MessageCompleted,
     MessageDelta,
     ToolCall,
     TurnCompleted,
+    TurnEvent,
     TurnStarted,
 )
-from agent.events import ActionRequested, TurnEvent
-from storage.live_wire import (
+from storage.redis.live_wire import (
     Continuity,
     MalformedMessage,
     Reference,

@@ -10,8 +10,9 @@ import psycopg
 import pytest
 from sqlalchemy import exc as sa_exc
 
-from agent.redaction import REDACTED, Redactor, is_database_error, password_in_url
-from agent.tools import MAX_ERROR_CHARS, describe_error
+from agent import REDACTED, Redactor, password_in_url
+from agent._redaction import is_database_error
+from agent._tools import MAX_ERROR_CHARS, describe_error
 
 SECRET = "cfg-Secret-value-0042"
 

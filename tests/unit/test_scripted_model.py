@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from agent.messages import UserMessage
-from agent.scripted_model import ScriptedModel, ScriptedReply
+from agent import ScriptedModel, ScriptedReply, UserMessage
 from agent.seams import ModelRequest
 
 

@@ -13,8 +13,8 @@ import pytest
 from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import Connection
 
-from storage.sql_dialects import dialect_for
-from storage.sql_executor import ThreadExecutor
+from storage.sql.dialects import dialect_for
+from storage.sql.executor import ThreadExecutor
 
 
 @pytest.fixture

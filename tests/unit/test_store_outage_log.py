@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from agent import StoreUnavailableError
-from agent.store_outage import OutageLog, backoff
+from agent._store_outage import OutageLog, backoff
 
 
 def test_the_outage_log_says_it_once_each_way(caplog: pytest.LogCaptureFixture) -> None:

@@ -12,8 +12,8 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.exc import DBAPIError, DisconnectionError, IntegrityError, OperationalError
 
 from agent import StoreError, StoreUnavailableError
-from storage.sql_errors import is_unavailable, unavailable_error
-from storage.sql_executor import ThreadExecutor
+from storage.sql.errors import is_unavailable, unavailable_error
+from storage.sql.executor import ThreadExecutor
 
 
 def _sqlite_error(code: int, message: str) -> sqlite3.OperationalError:

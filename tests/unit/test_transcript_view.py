@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent.messages import Message, TranscriptView, UserMessage
+from agent import Message, UserMessage
+from agent._messages import TranscriptView
 
 
 def _messages(n: int) -> list[Message]:

@@ -1,7 +1,7 @@
 """Initial schema: sessions, turns, the message log, steps, events, confirmations, receipts, facts
 and the archive a reset moves a generation's rows into.
 
-Written out by hand rather than imported from `storage.sql_schema`: a migration must keep creating
+Written out by hand rather than imported from `storage.sql.schema`: a migration must keep creating
 exactly what it created on the day it shipped, whatever the live schema module says later.
 
 Revision ID: 0001

@@ -1,6 +1,6 @@
 """Slack delivery: per-session delivery cursor and lease, and every message posted.
 
-Written out by hand (not imported from `storage.delivery_schema`) so it keeps creating exactly
+Written out by hand (not imported from `storage.delivery.schema`) so it keeps creating exactly
 what it created on the day it shipped.
 
 Revision ID: 0002

@@ -1,0 +1,192 @@
+"""The records that cross the store seam: turn, session, ledger and commit shapes, and their
+statuses. Plain frozen dataclasses, so a store needs nothing of the engine's workings; a leaf
+module (it imports only messages, events and turn inputs), so every part of the engine can use
+them without an import circle. `agent.seams` is where store authors find them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from agent._events import TurnEvent
+from agent._messages import JsonValue, Message
+from agent._turn_input import TurnInput
+
+
+class TurnStatus(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUSPENDED = "suspended"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def finished(self) -> bool:
+        return self in (TurnStatus.COMPLETED, TurnStatus.FAILED, TurnStatus.CANCELLED)
+
+
+UNFINISHED = (TurnStatus.QUEUED, TurnStatus.RUNNING)
+
+
+class TurnKind(StrEnum):
+    TURN = "turn"
+    RESET = "reset"
+    """A session reset queued on the turn chain, so it runs in order with the turns around it."""
+
+
+class ReceiptStatus(StrEnum):
+    PREPARED = "prepared"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    UNCERTAIN = "uncertain"
+
+
+class ConfirmationStatus(StrEnum):
+    PENDING = "pending"
+    ACCEPTED = "accepted"
+    DENIED = "denied"
+    EXPIRED = "expired"
+    """Retired by a session reset: an approval from before a reset never acts after it."""
+
+
+class SessionStatus(StrEnum):
+    NEW = "new"
+    IDLE = "idle"
+    RUNNING = "running"
+    SUSPENDED = "suspended"
+
+
+@dataclass(frozen=True, kw_only=True)
+class TurnRecord:
+    session: str
+    turn_id: str
+    seq: int
+    status: TurnStatus
+    input: TurnInput
+    result: JsonValue = None
+    cancel_reason: str | None = None
+    kind: TurnKind = TurnKind.TURN
+    fingerprint: str | None = None
+    """The agent fingerprint the turn started under (set with its opening commit)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConfirmationRecord:
+    """A write the model proposed and a person must confirm before it runs (not a park).
+
+    `details` is set only for a `confirmation="capability"` tool: the JSON object it showed with
+    its own prompt, which the person approves and the tool checks again before it writes. A
+    `confirmation="required"` proposal has none: its arguments are what is approved.
+    """
+
+    session: str
+    confirmation_id: str
+    turn_id: str
+    call_id: str
+    tool: str
+    arguments: dict[str, Any]
+    prompt: str
+    answerers: JsonValue = None
+    details: dict[str, Any] | None = None
+    status: ConfirmationStatus = ConfirmationStatus.PENDING
+    by: str | None = None
+    follow_up_turn: str | None = None
+    created_at: float = 0.0
+    resolved_at: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReceiptRecord:
+    """What is known about one keyed external write; `key` is `<tool>:<key>`, per session."""
+
+    session: str
+    key: str
+    receipt_id: str
+    fingerprint: str
+    status: ReceiptStatus
+    turn_id: str
+    step_id: str
+    attempt: int = 1
+    value: JsonValue = None
+    error: str | None = None
+    created_at: float = 0.0
+    updated_at: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class FactRecord:
+    """A versioned fact a tool recorded, with the evidence of where it came from."""
+
+    session: str
+    key: str
+    version: int
+    value: JsonValue
+    turn_id: str
+    step_id: str
+    call_id: str
+    created_at: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class ArchivedGeneration:
+    """A generation retired by a reset: its rows, kept queryable."""
+
+    session: str
+    generation: int
+    messages: list[Message]
+    steps: dict[str, JsonValue]
+    events: list[TurnEvent]
+    facts: list[FactRecord]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionRecord:
+    key: str
+    status: SessionStatus
+    generation: int
+    lease_owner: str | None
+    lease_epoch: int
+    lease_expires_at: float
+    pending: JsonValue = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class TranscriptTail:
+    """The recent end of a session's transcript: `messages` are those from index `base` on.
+
+    It begins where a turn begins (its opening user or trigger message), so the model never
+    sees a tool result without the call it answers."""
+
+    base: int
+    messages: list[Message]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Lease:
+    """Proof that this worker may commit steps of `session` while `epoch` is current."""
+
+    session: str
+    owner: str
+    epoch: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepCommit:
+    """One atomic unit: a step's memo, its messages, its events and the turn/session status."""
+
+    turn_id: str
+    step_id: str | None = None
+    step_value: JsonValue = None
+    messages: Sequence[tuple[int, Message]] = ()
+    events: Sequence[TurnEvent] = ()
+    turn_status: TurnStatus | None = None
+    turn_result: JsonValue = None
+    session_status: SessionStatus | None = None
+    set_pending: bool = False
+    pending: JsonValue = None
+    confirmations: Sequence[ConfirmationRecord] = ()
+    facts: Sequence[FactRecord] = ()
+    turn_fingerprint: str | None = None

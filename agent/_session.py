@@ -1,0 +1,494 @@
+"""`AgentSession`: the API a host uses for one conversation (a Slack thread, say)."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from agent import _effects as effects
+from agent._agent_def import Agent
+from agent._errors import ResumeConflictError, TurnInterruptedError, TurnNotFoundError
+from agent._events import ConfirmationResolved, TurnEvent
+from agent._hitl import (
+    AuthorizeAnswer,
+    Grant,
+    Principal,
+    ResumeRequest,
+    answer_step_id,
+    answering_user,
+    authorize,
+    check_workspace,
+    issue_grant,
+    pending_request,
+    request_digest,
+    validate_answer,
+    workspace_of,
+)
+from agent._messages import JsonData, JsonValue, Message
+from agent._sinks import EventHub, Observer, Unsubscribe
+from agent._turn_input import ConfirmationAnswer, InboundEvent, Trigger, TurnInput
+from agent._turn_result import TurnResult
+from agent.seams import (
+    ConfirmationRecord,
+    ConfirmationStatus,
+    ReceiptRecord,
+    ReceiptStatus,
+    SessionStatus,
+    SessionStore,
+    StoreHandle,
+    TurnRecord,
+    TurnStatus,
+)
+
+
+class SessionRuntime(Protocol):
+    """What a session handle needs of its runtime (`agent._runtime.Runtime` has it): the store,
+    the event hub, the clock, and the calls that start, stop and wait for the session's turns."""
+
+    @property
+    def store(self) -> SessionStore: ...
+
+    @property
+    def hub(self) -> EventHub: ...
+
+    @property
+    def clock(self) -> Callable[[], float]: ...
+
+    def kick(self, key: str) -> None: ...
+
+    def signal_cancel(
+        self, key: str, reason: str, *, keep: str | None = None, only: str | None = None
+    ) -> None: ...
+
+    def note_replay(self, key: str, turn_id: str) -> None: ...
+
+    async def wait_turn(self, key: str, turn_id: str) -> TurnResult: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResetResult:
+    previous_session: str
+    """`<key>#g<N>`: where the retired generation's rows can be found."""
+    generation: int
+
+
+def confirmation_digest(record: ConfirmationRecord) -> str:
+    """Binds a grant to the exact proposal: its call, prompt and answerers, and for a
+    `confirmation="capability"` tool the details the person is shown (so an approval of $42 is
+    never an approval of $4,200). A proposal without details keeps the digest it always had."""
+    approved: Any = record.arguments
+    if record.details is not None:
+        approved = {"arguments": record.arguments, "details": record.details}
+    return request_digest(
+        record.turn_id, record.confirmation_id, record.prompt, approved, record.answerers
+    )
+
+
+class AgentSession:
+    def __init__(self, runtime: SessionRuntime, agent: Agent, key: str) -> None:
+        self.runtime = runtime
+        self.agent = agent
+        self.key = key
+
+    @property
+    def _store(self) -> SessionStore:
+        return self.runtime.store
+
+    # turns --------------------------------------------------------------------------------
+
+    async def start(
+        self,
+        input: str | TurnInput | InboundEvent,
+        *,
+        turn_id: str | None = None,
+        replace: bool = False,
+        alongside: Callable[[StoreHandle], None] | None = None,
+    ) -> str:
+        """Queue the turn durably (committed before this returns) and hand it to a worker.
+
+        Re-delivering a known turn id queues nothing new: a finished turn stays finished (and
+        `result()` in this process returns its stored result with `replayed=True`), an
+        unfinished one is picked up where its checkpoints left it. `replace=True` first cancels
+        every queued or running turn of the session (reason `replaced`), never a parked one.
+        `alongside` is a write of the application's committed in the same transaction (see
+        `SessionStore.enqueue_turn`).
+        """
+        tid = turn_id or uuid.uuid4().hex
+        record, created = await self._store.enqueue_turn(
+            self.key,
+            tid,
+            TurnInput.of(input),
+            cancel_unfinished="replaced" if replace else None,
+            alongside=alongside,
+        )
+        if replace and created:
+            self.runtime.signal_cancel(self.key, "replaced", keep=tid)
+        if record.status.finished:
+            self.runtime.note_replay(self.key, tid)
+        else:
+            self.runtime.kick(self.key)
+        return tid
+
+    async def result(self, turn_id: str) -> TurnResult:
+        """Wait until the turn completes, fails, is cancelled or parks (bound it with
+        `asyncio.timeout` if needed)."""
+        return await self.runtime.wait_turn(self.key, turn_id)
+
+    async def turn(
+        self,
+        input: str | TurnInput | InboundEvent,
+        *,
+        turn_id: str | None = None,
+        replace: bool = False,
+    ) -> TurnResult:
+        """Start and await; non-interactive, so it rejects a turn that parks, with the parked
+        result on the error (its `turn_id` and `request` are what `resume` needs: the caller
+        may not have chosen the id). A turn that already finished returns its stored result
+        with `replayed=True` and runs nothing: the same path as `start()` then `result()`."""
+        tid = await self.start(input, turn_id=turn_id, replace=replace)
+        result = await self.result(tid)
+        if result.status == TurnStatus.SUSPENDED:
+            raise TurnInterruptedError(
+                f"turn {tid!r} parked waiting for input; answer it with resume(), or use "
+                "start()/result() to handle parking",
+                result=result,
+            )
+        return result
+
+    async def cancel(self, turn_id: str, reason: str = "cancelled") -> bool:
+        """Durably ask the turn to stop at its next checkpoint; False if it is finished or
+        parked (a park is left for reset or an answer)."""
+        record = await self._store.request_cancel(self.key, turn_id, reason)
+        if record is None:
+            return False
+        self.runtime.signal_cancel(self.key, reason, only=turn_id)
+        self.runtime.kick(self.key)
+        return True
+
+    async def reset(self) -> ResetResult:
+        """Retire the session's history without changing its address, in order on the turn
+        chain: unfinished turns are cancelled (`reset`), then messages, steps, facts and events
+        are archived under the current generation and the live tables cleared."""
+        reset_id = f"reset:{uuid.uuid4().hex}"
+        await self._store.enqueue_reset(self.key, reset_id)
+        self.runtime.signal_cancel(self.key, "reset")
+        self.runtime.kick(self.key)
+        await self.runtime.wait_turn(self.key, reset_id)
+        record = await self._store.get_turn(self.key, reset_id)
+        data = record.result if record is not None and isinstance(record.result, dict) else {}
+        archived = int(data.get("archived_generation", 0))
+        return ResetResult(previous_session=f"{self.key}#g{archived}", generation=archived + 1)
+
+    # human in the loop --------------------------------------------------------------------
+
+    async def pending(self) -> dict[str, Any] | None:
+        """The request the session is parked on, or None."""
+        record = await self._store.get_session(self.key)
+        if record is None or record.status != SessionStatus.SUSPENDED or not record.pending:
+            return None
+        return pending_request(record.pending)
+
+    async def resume(
+        self,
+        turn_id: str,
+        input_id: str,
+        value: JsonData,
+        *,
+        by: str | None = None,
+        principal: Principal | None = None,
+        granted: Grant | None = None,
+        digest: str | None = None,
+        alongside: Callable[[StoreHandle], None] | None = None,
+    ) -> None:
+        """Answer the parked request and let the turn replay.
+
+        Who answers is what the host verified (a signed Slack click): `by`, the person's id,
+        and/or `principal`, the person with their workspace. No principal means host code
+        answering, which is trusted with `by` as given. A principal is always used:
+        - its `user` and `by` must be the same person (`ResumeAuthorizationError` otherwise);
+          given without `by`, its `user` is `by`, since it is the same verified fact;
+        - its `team` / `enterprise` must be the request's (a user id names one person only
+          inside its workspace). A request saved without a workspace (a turn started by host
+          code, with no inbound message or trigger context) has nothing to compare them with,
+          so there only the person is checked: principal against `by`, then against the
+          answerers.
+
+        Refusals change nothing: `ResumeConflictError` (wrong turn or input, not parked, already
+        answered, or the request changed since `digest`), `ResumeAuthorizationError`,
+        `ResumeValidationError`. `alongside`: the host's write committed with the answer (see
+        `start`), e.g. waking whatever shows the turn, so the resumed turn can never be left
+        unseen.
+        """
+        session = await self._store.get_session(self.key)
+        if session is None or session.status != SessionStatus.SUSPENDED or not session.pending:
+            raise ResumeConflictError("the session is not parked (answered already, or reset)")
+        request = pending_request(session.pending)
+        if session.pending.get("turn_id") != turn_id:
+            raise ResumeConflictError("the session is parked on a different turn")
+        if request["id"] != input_id:
+            raise ResumeConflictError(f"the pending request is {request['id']!r}, not {input_id!r}")
+        if digest is not None and digest != request["digest"]:
+            raise ResumeConflictError("the pending request is no longer the one answered")
+        check_workspace(parked_workspace(session.pending), principal)
+        by = answering_user(by, principal)
+        authorize(request.get("answerers"), by=by, granted=granted, digest=request["digest"])
+        validate_answer(value, request.get("schema"))
+        await self._store.resume_turn(
+            self.key,
+            turn_id,
+            expected_pending=session.pending,
+            answer_step=answer_step_id(turn_id, input_id),
+            answer=value,
+            alongside=alongside,
+        )
+        self.runtime.kick(self.key)
+
+    async def confirm(
+        self,
+        confirmation_id: str,
+        accepted: bool,
+        *,
+        by: str | None = None,
+        principal: Principal | None = None,
+        granted: Grant | None = None,
+        alongside: Callable[[StoreHandle], None] | None = None,
+    ) -> str:
+        """Answer a proposed write; returns the id of the turn that acts on the answer.
+
+        Accepted: that turn runs the stored call with exactly its stored arguments, then lets
+        the model report; a `confirmation="capability"` tool runs again from the top and writes
+        only if `ctx.confirmed` finds the details approved here. Denied: the refusal is recorded,
+        the tool does not run, and the model is told. `by` and `principal` are checked as for
+        `resume` (the workspace is the proposing turn's), and the person they name is the one
+        recorded as having answered. `alongside`: as for `resume`.
+        """
+        record = await self._store.get_confirmation(self.key, confirmation_id)
+        if record is None:
+            raise ResumeConflictError(f"no confirmation {confirmation_id!r} on this session")
+        if record.status != ConfirmationStatus.PENDING:
+            raise ResumeConflictError(f"confirmation {confirmation_id!r} was answered already")
+        workspace = await proposal_workspace(self, record)
+        check_workspace(workspace, principal)
+        by = answering_user(by, principal)
+        authorize(record.answerers, by=by, granted=granted, digest=confirmation_digest(record))
+        verb = "approved" if accepted else "denied"
+        arguments = json.dumps(record.arguments, sort_keys=True)
+        text = f"{by or 'The operator'} {verb} the proposed call {record.tool}({arguments})"
+        if record.details is not None:
+            text += f" with the details {json.dumps(record.details, sort_keys=True)}"
+        text += "."
+        if not accepted:
+            text += " It did not run and must not be retried without a new request."
+        follow_up = f"confirm:{confirmation_id}"
+        turn_input = TurnInput(
+            text=text,
+            # Whatever the acting turn asks next goes to the person who confirmed.
+            trigger=Trigger(
+                kind="confirmation",
+                by=by or "unknown",
+                answerers={"user": by} if by else None,
+                context=workspace,
+            ),
+            confirmation=ConfirmationAnswer(
+                confirmation_id=confirmation_id,
+                accepted=accepted,
+                tool=record.tool,
+                call_id=record.call_id,
+                arguments=record.arguments,
+                details=record.details,
+            ),
+        )
+        resolved = ConfirmationResolved(
+            session=self.key,
+            turn_id=follow_up,
+            confirmation_id=confirmation_id,
+            accepted=accepted,
+            by=by,
+        )
+        _, events = await self._store.resolve_confirmation(
+            self.key,
+            confirmation_id,
+            accepted=accepted,
+            by=by,
+            follow_up_turn=follow_up,
+            follow_up=turn_input,
+            events=[resolved],
+            now=self.runtime.clock(),
+            alongside=alongside,
+        )
+        for event in events:
+            await self.runtime.hub.emit(event)
+        self.runtime.kick(self.key)
+        return follow_up
+
+    # reading ------------------------------------------------------------------------------
+
+    async def observe(
+        self, callback: Observer, *, turn_id: str | None = None, replay: bool = False
+    ) -> Unsubscribe:
+        """Subscribe to live events; with `replay`, the durable log is delivered first.
+
+        Live events that raced with the replay are de-duplicated by their `seq`.
+        """
+        if not replay:
+            return self.runtime.hub.subscribe(callback, session=self.key, turn_id=turn_id)
+        buffered: list[TurnEvent] = []
+        replaying = True
+        delivered_upto = 0
+
+        async def gate(event: TurnEvent) -> None:
+            if replaying:
+                buffered.append(event)
+            elif event.seq == 0 or event.seq > delivered_upto:
+                await _call(callback, event)
+
+        unsubscribe = self.runtime.hub.subscribe(gate, session=self.key, turn_id=turn_id)
+        for event in await self._store.read_events(self.key):
+            if turn_id is None or event.turn_id == turn_id:
+                await _call(callback, event)
+            delivered_upto = max(delivered_upto, event.seq)
+        replaying = False
+        for event in buffered:
+            if event.seq == 0 or event.seq > delivered_upto:
+                await _call(callback, event)
+        return unsubscribe
+
+    async def events(self, after_seq: int = 0) -> list[TurnEvent]:
+        result: list[TurnEvent] = await self._store.read_events(self.key, after_seq)
+        return result
+
+    async def transcript(self) -> list[Message]:
+        result: list[Message] = await self._store.load_transcript(self.key)
+        return result
+
+    async def turns(self) -> list[TurnRecord]:
+        """Every turn of the session's live generation, in queue order (a reset retires the
+        turns before it; one still queued is listed, with kind `reset`)."""
+        result: list[TurnRecord] = await self._store.list_turns(self.key)
+        return result
+
+    async def steps(self, turn_id: str) -> dict[str, JsonData]:
+        """The turn's memoized steps by step id, in commit order: `model:<n>` and
+        `tool:<n>:<call id>` (`n`: the transcript index of the assistant message), `park:` and
+        `input:<turn id>:<input id>` for a request and its answer, `confirm:<n>` for a proposed
+        write. Empty once a reset archived them; `TurnNotFoundError` for a turn the session
+        never had."""
+        if await self._store.get_turn(self.key, turn_id) is None:
+            raise TurnNotFoundError(f"no turn {turn_id!r} on session {self.key!r}")
+        result: dict[str, JsonData] = await self._store.load_steps(self.key, turn_id)
+        return result
+
+    async def confirmations(
+        self, status: ConfirmationStatus | None = None
+    ) -> list[ConfirmationRecord]:
+        """The session's proposed writes, oldest first; `status=ConfirmationStatus.PENDING` for
+        those still waiting on an answer (what `confirm` takes)."""
+        wanted = ConfirmationStatus(status) if status is not None else None
+        result: list[ConfirmationRecord] = await self._store.list_confirmations(self.key, wanted)
+        return result
+
+    async def receipts(self, status: ReceiptStatus | None = None) -> list[ReceiptRecord]:
+        """The receipts of the session's durable effects, oldest first (keys are
+        `<tool>:<key>`); `status=ReceiptStatus.UNCERTAIN` for those awaiting an operator."""
+        wanted = ReceiptStatus(status) if status is not None else None
+        result: list[ReceiptRecord] = await self._store.list_receipts(
+            session=self.key, status=wanted
+        )
+        return result
+
+    async def resolve_receipt(
+        self,
+        key: str,
+        *,
+        status: ReceiptStatus | Literal["completed", "failed"],
+        value: JsonData = None,
+    ) -> ReceiptRecord:
+        """`agent.resolve_receipt` on this session: settle an `uncertain` receipt as `completed`
+        with the value observed at the provider, or `failed` (not applied; no value)."""
+        return await effects.resolve_receipt(self._store, self.key, key, status=status, value=value)
+
+
+async def grant_answer(
+    session: AgentSession,
+    request: ResumeRequest,
+    authorize_answer: AuthorizeAnswer | None = None,
+) -> Grant | None:
+    """The one async step before a policy resume: ask the agent's `authorize_answer` hook.
+
+    Its exceptions propagate (an HTTP surface answers 500 and applies nothing, so the same
+    answer can be retried). Returns None when the hook says no or no policy applies. The
+    request's `by` and `principal` are checked as `resume` checks them (the hook is asked about
+    the one person they name), so the grant fits the resume that follows.
+    """
+    record = await session.runtime.store.get_session(session.key)
+    pending = await session.pending()
+    if (
+        record is None
+        or pending is None
+        or pending["turn_id"] != request.turn_id
+        or pending["id"] != request.input_id
+    ):
+        raise ResumeConflictError("that request is not the one pending on this session")
+    # The hook is never asked about someone from another workspace, nor about two people.
+    check_workspace(parked_workspace(record.pending), request.principal)
+    by = answering_user(request.by, request.principal)
+    return await issue_grant(
+        pending.get("answerers"),
+        by=by,
+        principal=request.principal,
+        digest=pending["digest"],
+        authorize_answer=authorize_answer or session.agent.authorize_answer,
+    )
+
+
+async def grant_confirmation(
+    session: AgentSession,
+    confirmation_id: str,
+    *,
+    by: str | None,
+    principal: Principal | None = None,
+    authorize_answer: AuthorizeAnswer | None = None,
+) -> Grant | None:
+    """`grant_answer` for a proposed write (`by` and `principal` checked as `confirm` does)."""
+    record = await session.runtime.store.get_confirmation(session.key, confirmation_id)
+    if record is None or record.status != ConfirmationStatus.PENDING:
+        raise ResumeConflictError(f"confirmation {confirmation_id!r} is not pending")
+    check_workspace(await proposal_workspace(session, record), principal)
+    by = answering_user(by, principal)
+    return await issue_grant(
+        record.answerers,
+        by=by,
+        principal=principal,
+        digest=confirmation_digest(record),
+        authorize_answer=authorize_answer or session.agent.authorize_answer,
+    )
+
+
+def parked_workspace(pending: JsonValue) -> dict[str, str]:
+    """The workspace of the parked turn, saved with its checkpoint (older checkpoints: read off
+    the inbound event they saved)."""
+    if not isinstance(pending, dict):
+        return {}
+    saved = pending.get("workspace")
+    if isinstance(saved, dict):
+        return {str(k): str(v) for k, v in saved.items()}
+    inbound = pending.get("inbound")
+    if isinstance(inbound, dict):
+        return workspace_of(TurnInput(text="", inbound=InboundEvent.model_validate(inbound)))
+    return {}
+
+
+async def proposal_workspace(session: AgentSession, record: ConfirmationRecord) -> dict[str, str]:
+    """The workspace of the turn that proposed the write (a reset expires what it archives)."""
+    proposing = await session.runtime.store.get_turn(session.key, record.turn_id)
+    return workspace_of(proposing.input if proposing is not None else None)
+
+
+async def _call(callback: Observer, event: TurnEvent) -> None:
+    outcome = callback(event)
+    if inspect.isawaitable(outcome):
+        await outcome

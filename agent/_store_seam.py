@@ -1,0 +1,279 @@
+"""The store seam: `SessionStore`, everything the engine persists goes through it, and
+`StoreHandle`, what a local tool gets to write in the step's transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar
+
+from agent._events import TurnEvent
+from agent._messages import JsonValue, Message
+from agent._records import (
+    ArchivedGeneration,
+    ConfirmationRecord,
+    ConfirmationStatus,
+    FactRecord,
+    Lease,
+    ReceiptRecord,
+    ReceiptStatus,
+    SessionRecord,
+    StepCommit,
+    TranscriptTail,
+    TurnRecord,
+)
+from agent._turn_input import TurnInput
+
+_R = TypeVar("_R")
+
+
+class StoreHandle(Protocol):
+    """What a local tool gets as `ctx.store`."""
+
+    def unwrap(self) -> Any:
+        """The backend's own handle joined to the step's transaction (a SQLAlchemy `Connection`).
+
+        Raises `FatalToolError` where the backend has none, so a write never goes nowhere.
+        """
+        ...
+
+
+class SessionStore(Protocol):
+    async def enqueue_turn(
+        self,
+        session: str,
+        turn_id: str,
+        input: TurnInput,
+        *,
+        cancel_unfinished: str | None = None,
+        alongside: Callable[[StoreHandle], None] | None = None,
+    ) -> tuple[TurnRecord, bool]:
+        """Durably queue a turn, or return the existing one; the bool says it was created.
+
+        Raises `SessionSuspendedError` if the session is parked on a different turn, unless a
+        reset is pending (it will cancel the park, so the turn queues behind it); the check and
+        the insert are one transaction. With `cancel_unfinished`, every queued or running turn of
+        the session is asked to cancel with that reason in the same transaction (replace); a
+        parked turn is never touched. Nothing is cancelled when the turn id already exists.
+
+        `alongside`: the application's own write, run in that same transaction (also when the
+        turn already existed; not when the session refuses it), so what it records about the turn
+        exists exactly when the turn does, at the price of no extra commit. It gets the store's
+        handle, as a local tool does; if it raises, nothing is queued.
+        """
+        ...
+
+    async def enqueue_reset(self, session: str, reset_id: str) -> TurnRecord:
+        """Queue a reset (kind `reset`) on the turn chain; idempotent by id.
+
+        Allowed while the session is parked (a stale park is how people get out of an approval
+        nobody will answer). In the same transaction every queued or running turn is asked to
+        cancel with reason `reset`.
+        """
+        ...
+
+    async def apply_reset(
+        self, lease: Lease, reset_id: str, events: Sequence[TurnEvent], ttl: float, now: float
+    ) -> tuple[int, list[TurnEvent]]:
+        """Fenced, one transaction: archive messages, steps, events and facts under the current
+        generation, clear them from the live tables, end a parked turn as cancelled (`reset`),
+        expire pending confirmations, clear `pending`, status `new`, generation + 1, and complete
+        the reset turn with result
+        `{"status": "completed", "archived_generation": g, "generation": g + 1}`. Returns the
+        archived generation number and `events` numbered (event seqs never restart)."""
+        ...
+
+    async def read_archive(self, session: str, generation: int) -> ArchivedGeneration:
+        """The rows a reset archived under `generation` (empty lists if there were none)."""
+        ...
+
+    async def request_cancel(self, session: str, turn_id: str, reason: str) -> TurnRecord | None:
+        """Durably ask a queued or running turn to stop; None if it is finished or parked.
+
+        The first reason stands; asking again changes nothing.
+        """
+        ...
+
+    async def resume_turn(
+        self,
+        session: str,
+        turn_id: str,
+        *,
+        expected_pending: JsonValue,
+        answer_step: str,
+        answer: JsonValue,
+        alongside: Callable[[StoreHandle], None] | None = None,
+    ) -> None:
+        """Apply an answer to a parked turn, atomically or not at all.
+
+        In one transaction: the session is `suspended` with `pending` equal to
+        `expected_pending`, and no reset is queued; store `answer` as step `answer_step` of the
+        turn, set the turn back to `queued` and the session to `running`, clear `pending`.
+        Otherwise raise `ResumeConflictError` and change nothing. Of two racing resumes of the same
+        request exactly one succeeds. `alongside`: as for `enqueue_turn`, the application's write
+        in the same transaction (run only when the answer is applied; if it raises, nothing is).
+        """
+        ...
+
+    async def get_confirmation(
+        self, session: str, confirmation_id: str
+    ) -> ConfirmationRecord | None:
+        """The confirmation, or None."""
+        ...
+
+    async def list_confirmations(
+        self, session: str, status: ConfirmationStatus | None = None
+    ) -> list[ConfirmationRecord]:
+        """Confirmations of the session, oldest first."""
+        ...
+
+    async def resolve_confirmation(
+        self,
+        session: str,
+        confirmation_id: str,
+        *,
+        accepted: bool,
+        by: str | None,
+        follow_up_turn: str,
+        follow_up: TurnInput,
+        events: Sequence[TurnEvent],
+        now: float,
+        alongside: Callable[[StoreHandle], None] | None = None,
+    ) -> tuple[TurnRecord, list[TurnEvent]]:
+        """Answer a pending confirmation and queue the turn that acts on the answer, atomically.
+
+        Raises `ResumeConflictError` if it is not pending (answered already, unknown) and
+        `SessionSuspendedError` if the session is parked; in both cases nothing changes.
+        `events` are appended to the session's log (numbered) in the same transaction, and
+        `alongside` (as for `enqueue_turn`) runs in it when the answer is applied.
+        """
+        ...
+
+    async def get_receipt(self, session: str, key: str) -> ReceiptRecord | None:
+        """The receipt for an effect key, or None."""
+        ...
+
+    async def prepare_receipt(
+        self, lease: Lease, receipt: ReceiptRecord, ttl: float, now: float
+    ) -> ReceiptRecord:
+        """Fenced: commit a `prepared` receipt before the effect runs.
+
+        Inserts it, or, when the key's receipt is `failed`, replaces it as a new attempt
+        (attempt + 1). Raises `StepConflictError` if the key has a receipt in any other state.
+        """
+        ...
+
+    async def settle_receipt(
+        self,
+        session: str,
+        key: str,
+        receipt_id: str,
+        status: ReceiptStatus,
+        *,
+        value: JsonValue = None,
+        error: str | None = None,
+        from_statuses: Sequence[ReceiptStatus] = (ReceiptStatus.PREPARED,),
+        now: float,
+    ) -> ReceiptRecord:
+        """Move the receipt from one of `from_statuses` to `status`; `StepConflictError` if it is
+        not in one of them. Not fenced: what happened at the provider is recorded even by a
+        worker that lost its lease."""
+        ...
+
+    async def list_receipts(
+        self, *, session: str | None = None, status: ReceiptStatus | None = None
+    ) -> list[ReceiptRecord]:
+        """Receipts across sessions (for operators), oldest first."""
+        ...
+
+    async def get_fact(self, session: str, key: str) -> FactRecord | None:
+        """The latest version of a fact, or None."""
+        ...
+
+    async def fact_history(self, session: str, key: str) -> list[FactRecord]:
+        """Every version of a fact, oldest first."""
+        ...
+
+    async def open_turns(self) -> list[TurnRecord]:
+        """Queued, running and suspended turns of every session (for `bot check`)."""
+        ...
+
+    async def get_turn(self, session: str, turn_id: str) -> TurnRecord | None:
+        """The turn as committed, or None."""
+        ...
+
+    async def next_turn(self, session: str) -> TurnRecord | None:
+        """The oldest queued or running turn of the session, in the order they were queued."""
+        ...
+
+    async def list_turns(self, session: str) -> list[TurnRecord]:
+        """Every turn of the live generation, in queue order."""
+        ...
+
+    async def get_session(self, session: str) -> SessionRecord | None:
+        """The session row, or None if no turn was ever queued on it."""
+        ...
+
+    async def load_transcript(self, session: str) -> list[Message]:
+        """The live transcript in index order (a host reading the conversation)."""
+        ...
+
+    async def load_transcript_tail(self, session: str, at_least: int) -> TranscriptTail:
+        """What a worker reads when it picks a session up: the last `at_least` messages or more,
+        from the opening of the turn the earliest of them belongs to (everything when the
+        transcript is no longer). Its cost must not grow with the transcript: a resumed turn
+        waits on it."""
+        ...
+
+    async def load_steps(self, session: str, turn_id: str) -> dict[str, JsonValue]:
+        """The memoized steps of one turn, keyed by step id, in commit order."""
+        ...
+
+    async def acquire_lease(self, session: str, owner: str, ttl: float, now: float) -> Lease | None:
+        """Take the session's lease if it is free or expired, bumping its epoch; else None."""
+        ...
+
+    async def renew_lease(self, lease: Lease, ttl: float, now: float) -> bool:
+        """Extend the lease; False if it was lost (the epoch moved on)."""
+        ...
+
+    async def release_lease(self, lease: Lease) -> None:
+        """Give the lease up if still held, so another worker need not wait for expiry."""
+        ...
+
+    async def commit(
+        self, lease: Lease, commit: StepCommit, ttl: float, now: float
+    ) -> list[TurnEvent]:
+        """Commit one step atomically, fenced by the lease epoch, and return its events with seqs.
+
+        Raises `LeaseLostError` (and commits nothing) if the lease epoch is no longer current.
+        """
+        ...
+
+    async def commit_local(
+        self,
+        lease: Lease,
+        run: Callable[[StoreHandle], _R],
+        build: Callable[[_R], StepCommit],
+        ttl: float,
+        now: float,
+    ) -> tuple[_R, list[TurnEvent]]:
+        """Run a local tool inside the step's transaction, then commit `build(result)` in it.
+
+        If `run` raises, its writes are rolled back (where the backend can) and the exception
+        propagates; nothing is committed.
+        """
+        ...
+
+    async def read_events(
+        self, session: str, after_seq: int = 0, limit: int | None = None
+    ) -> list[TurnEvent]:
+        """Durable events with seq > after_seq, oldest first: catch-up for late subscribers."""
+        ...
+
+    async def recoverable_sessions(self, now: float) -> list[str]:
+        """Sessions with queued or running turns whose lease is free or expired."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections."""
+        ...

@@ -1,0 +1,45 @@
+"""How a turn ended, as the session API reports it and as the turns table stores it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent._messages import Usage
+from agent._records import TurnRecord, TurnStatus
+
+
+@dataclass(frozen=True, kw_only=True)
+class TurnResult:
+    turn_id: str
+    status: TurnStatus
+    text: str = ""
+    error: str | None = None
+    reason: str | None = None
+    request: dict[str, Any] | None = None
+    usage: Usage = field(default_factory=Usage)
+    replayed: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status.value,
+            "text": self.text,
+            "error": self.error,
+            "reason": self.reason,
+            "request": self.request,
+            "usage": self.usage.model_dump(),
+        }
+
+    @classmethod
+    def from_record(cls, record: TurnRecord, *, replayed: bool = False) -> TurnResult:
+        data: dict[str, Any] = record.result if isinstance(record.result, dict) else {}
+        return cls(
+            turn_id=record.turn_id,
+            status=record.status,
+            text=data.get("text") or "",
+            error=data.get("error"),
+            reason=data.get("reason") or record.cancel_reason,
+            request=data.get("request"),
+            usage=Usage.model_validate(data.get("usage") or {}),
+            replayed=replayed,
+        )

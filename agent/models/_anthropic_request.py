@@ -1,0 +1,180 @@
+"""Turns the engine's transcript into a Messages API request body.
+
+Three API rules shape this module. Roles must alternate, so every run of user-side messages (user
+text, triggers, tool results) becomes one `user` message and a batch of tool results travels
+together right after the `tool_use` blocks that asked for them. Prompt caching keys on an exact
+prefix, so the system prompt, the tool list and the last block of the transcript each carry a
+breakpoint, and the next step of the turn reads everything before its new messages from cache.
+A context budget may leave old exchanges out, but only whole ones: a `tool_use` sent without its
+`tool_result` (or the reverse) is a request the API refuses.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Literal, assert_never
+
+from agent._messages import (
+    AssistantMessage,
+    ContentBlock,
+    Message,
+    RedactedThinkingBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolCall,
+    ToolMessage,
+    TriggerMessage,
+    UserMessage,
+)
+from agent.seams import ToolSpec
+
+Block = dict[str, Any]
+Role = Literal["user", "assistant"]
+ApiMessage = dict[str, Any]
+
+DEFAULT_MODEL = "claude-sonnet-4-6"
+"""The one default model, for the engine and the bot's settings alike. It lives here, not beside
+the adapter, so a host can read it without importing the SDK; it must not be one the installed
+SDK lists in `DEPRECATED_MODELS` (a test checks)."""
+DEFAULT_MAX_TOKENS = 4096
+MIN_THINKING_BUDGET = 1024
+"""The API's floor for a manual thinking budget (`budget_tokens`), as the SDK documents it."""
+
+CACHE_BREAKPOINT: dict[str, str] = {"type": "ephemeral"}
+CHARS_PER_TOKEN = 4
+"""The context estimate: JSON characters of the request divided by four. It overestimates prose
+a little and code a little less; a budget should leave headroom below the model's real window."""
+
+_UNCACHEABLE = frozenset({"thinking", "redacted_thinking"})
+_EMPTY_TEXT = "(empty message)"
+
+
+def estimate_tokens(value: object) -> int:
+    """Rounded up, so a non-empty piece never costs nothing."""
+    return -(-len(json.dumps(value, ensure_ascii=False)) // CHARS_PER_TOKEN)
+
+
+def system_blocks(system: str) -> list[Block]:
+    """An empty system prompt is left out: the API rejects an empty text block."""
+    if not system:
+        return []
+    return [{"type": "text", "text": system, "cache_control": dict(CACHE_BREAKPOINT)}]
+
+
+def tool_params(tools: Sequence[ToolSpec]) -> list[Block]:
+    """The breakpoint on the last tool caches the whole list, which sits first in the prefix."""
+    params: list[Block] = [
+        {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+        for t in tools
+    ]
+    if params:
+        params[-1]["cache_control"] = dict(CACHE_BREAKPOINT)
+    return params
+
+
+def message_params(messages: Sequence[Message]) -> list[ApiMessage]:
+    """Alternating API messages, with a cache breakpoint on the transcript's last cacheable block.
+
+    Consecutive messages of one side are merged (tool results then a user's words is one `user`
+    message, tool results first as the API requires). An assistant message with no content, such
+    as an `end_turn` with nothing said, is skipped: the API refuses an empty assistant message.
+    """
+    merged: list[tuple[Role, list[Block]]] = []
+    for message in messages:
+        role, blocks = _role_and_blocks(message)
+        if not blocks:
+            continue
+        if merged and merged[-1][0] == role:
+            merged[-1][1].extend(blocks)
+        else:
+            merged.append((role, blocks))
+    params = [{"role": role, "content": blocks} for role, blocks in merged]
+    _mark_last_block(params)
+    return params
+
+
+def bound_transcript(
+    messages: Sequence[Message], budget: int | None, overhead: int = 0
+) -> Sequence[Message]:
+    """The newest whole exchanges whose estimate, plus `overhead`, fits `budget`.
+
+    An exchange opens at a user or trigger message with no tool call awaiting its result, so
+    dropping one never orphans a `tool_use` or a `tool_result`, and the first message kept is a
+    user's. The newest exchange is always kept even if it alone is over budget: the request
+    must carry the turn in progress, and the API's own limit is the judge of that. The stored
+    transcript is not touched; only the request is shorter.
+    """
+    if budget is None:
+        return messages
+    exchanges = _exchanges(messages)
+    costs = [sum(estimate_tokens(_role_and_blocks(m)[1]) for m in ex) for ex in exchanges]
+    total = overhead + sum(costs)
+    first = 0
+    while total > budget and first < len(exchanges) - 1:
+        total -= costs[first]
+        first += 1
+    if first == 0:
+        return messages
+    return [m for ex in exchanges[first:] for m in ex]
+
+
+def _exchanges(messages: Sequence[Message]) -> list[list[Message]]:
+    exchanges: list[list[Message]] = []
+    awaiting: set[str] = set()
+    for message in messages:
+        opens = isinstance(message, UserMessage | TriggerMessage) and not awaiting
+        if opens or not exchanges:
+            exchanges.append([message])
+        else:
+            exchanges[-1].append(message)
+        if isinstance(message, AssistantMessage):
+            awaiting |= {call.id for call in message.tool_calls}
+        elif isinstance(message, ToolMessage):
+            awaiting.discard(message.call_id)
+    return exchanges
+
+
+def _role_and_blocks(message: Message) -> tuple[Role, list[Block]]:
+    match message:
+        case UserMessage() | TriggerMessage():
+            return "user", [{"type": "text", "text": message.text or _EMPTY_TEXT}]
+        case AssistantMessage():
+            return "assistant", [b for b in map(_content_block, message.content) if b is not None]
+        case ToolMessage():
+            return "user", [_tool_result(message)]
+        case _:
+            assert_never(message)
+
+
+def _content_block(block: ContentBlock) -> Block | None:
+    match block:
+        case TextBlock():
+            return {"type": "text", "text": block.text} if block.text else None
+        case ToolCall():
+            return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+        case ThinkingBlock():
+            return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
+        case RedactedThinkingBlock():
+            return {"type": "redacted_thinking", "data": block.data}
+        case _:
+            assert_never(block)
+
+
+def _tool_result(message: ToolMessage) -> Block:
+    result = message.result
+    content = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+    block: Block = {"type": "tool_result", "tool_use_id": message.call_id, "content": content}
+    if message.is_error:
+        block["is_error"] = True
+    return block
+
+
+def _mark_last_block(params: list[ApiMessage]) -> None:
+    """Thinking blocks cannot carry a breakpoint, so the mark goes on the last one that can."""
+    if not params:
+        return
+    for block in reversed(params[-1]["content"]):
+        if block["type"] not in _UNCACHEABLE:
+            block["cache_control"] = dict(CACHE_BREAKPOINT)
+            return

@@ -1,0 +1,334 @@
+"""Transaction bodies for the turn queue: enqueue (turns and resets), cancel requests, resume, and
+the reads the runtime and operators make of turns, sessions and the logs.
+
+Every write here starts by locking the session row (PostgreSQL: FOR UPDATE or an UPDATE of it;
+SQLite: the database write lock BEGIN IMMEDIATE took), so it serialises with the fenced commits
+of the worker holding the session: a turn cannot be queued between a park's check and its commit.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from sqlalchemy import Row, bindparam, exists, func, insert, or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
+
+from agent.seams import (
+    UNFINISHED,
+    JsonValue,
+    Message,
+    ResumeConflictError,
+    SessionRecord,
+    SessionStatus,
+    SessionSuspendedError,
+    StepConflictError,
+    TranscriptTail,
+    TurnEvent,
+    TurnKind,
+    TurnRecord,
+    TurnStatus,
+    event_from_json,
+    message_from_json,
+)
+from storage.json_text import canonical_json, dump_json, load_json
+from storage.records import (
+    OPENING_ROLES,
+    parked_on_other_turn,
+    session_record,
+    suspended_message,
+    turn_record,
+)
+from storage.sql.dialects import SqlDialect
+from storage.sql.schema import events, messages, sessions, steps, turns
+
+UNFINISHED_VALUES = [status.value for status in UNFINISHED]
+OPEN_VALUES = [*UNFINISHED_VALUES, TurnStatus.SUSPENDED.value]
+
+
+class _QueueStatements:
+    """Built once per dialect: executing a prepared construct skips building it and deriving its
+    cache key, which was most of what queueing a turn cost the web process (each Slack event's
+    ack waits on it)."""
+
+    def __init__(self, dialect: str) -> None:
+        insert_for = postgresql.insert if dialect == "postgresql" else sqlite.insert
+        s, t = sessions.c, turns.c
+        # Creates the session row or, when it exists, locks it (an ON CONFLICT DO UPDATE locks
+        # the row on PostgreSQL like FOR UPDATE; SQLite's BEGIN IMMEDIATE holds the database),
+        # so a concurrent park (whose fence updates this row) cannot slip between the suspended
+        # check and the insert. One statement instead of an insert and a SELECT ... FOR UPDATE.
+        upsert = insert_for(sessions)
+        self.lock_session = upsert.on_conflict_do_update(
+            index_elements=[s.key], set_={"status": s.status}
+        ).returning(s.status, s.pending, s.generation)
+        self.insert_turn = (
+            insert_for(turns)
+            .on_conflict_do_nothing(index_elements=[t.session_key, t.turn_id])
+            .returning(t.id)
+        )
+        self.supersede = (
+            update(turns)
+            .where(
+                t.session_key == bindparam("b_session"),
+                t.status.in_(UNFINISHED_VALUES),
+                t.kind == TurnKind.TURN.value,
+                t.cancel_reason.is_(None),
+                t.id != bindparam("b_created"),
+            )
+            .values(cancel_reason=bindparam("b_reason"))
+        )
+
+
+_GET_TURN = select(turns).where(
+    turns.c.session_key == bindparam("b_session"), turns.c.turn_id == bindparam("b_turn")
+)
+
+
+# The reads a worker makes on every turn, built once (see `_QueueStatements` for why).
+_NEXT_TURN = (
+    select(turns)
+    .where(turns.c.session_key == bindparam("b_session"), turns.c.status.in_(UNFINISHED_VALUES))
+    .order_by(turns.c.id)
+    .limit(1)
+)
+_IN_SESSION = messages.c.session_key == bindparam("b_session")
+_LAST_INDEX = select(func.max(messages.c.idx)).where(_IN_SESSION)
+_OPENING_BEFORE = (
+    select(messages.c.idx)
+    .where(
+        _IN_SESSION,
+        messages.c.idx <= bindparam("b_first"),
+        messages.c.role.in_(OPENING_ROLES),
+    )
+    .order_by(messages.c.idx.desc())
+    .limit(1)
+)
+_MESSAGES_FROM = (
+    select(messages.c.body)
+    .where(_IN_SESSION, messages.c.idx >= bindparam("b_base"))
+    .order_by(messages.c.idx)
+)
+_STEPS = (
+    select(steps.c.step_id, steps.c.value)
+    .where(steps.c.session_key == bindparam("b_session"), steps.c.turn_id == bindparam("b_turn"))
+    .order_by(steps.c.id)
+)
+
+
+@functools.cache
+def _queue_statements(dialect: str) -> _QueueStatements:
+    return _QueueStatements(dialect)
+
+
+def enqueue(
+    conn: Connection,
+    dialect: SqlDialect,
+    row: dict[str, Any],
+    *,
+    refuse_if_parked: bool,
+    cancel_unfinished: str | None,
+) -> tuple[TurnRecord, bool]:
+    """Queue the turn `row` (see `records.new_turn`), or return the one with its id.
+
+    Three statements for a new turn (lock the session, insert the turn, mark what it
+    supersedes); a known turn id reads it back instead and changes nothing.
+    """
+    q = _queue_statements(dialect.name)
+    session, turn_id = row["session_key"], row["turn_id"]
+    state = conn.execute(
+        q.lock_session,
+        {"key": session, "status": SessionStatus.NEW.value, "updated_at": row["created_at"]},
+    ).one()
+    if refuse_if_parked and parked_on_other_turn(state.status, state.pending, turn_id):
+        existing = get_turn(conn, session, turn_id)
+        if existing is not None:
+            return existing, False
+        if not reset_pending(conn, session):
+            raise SessionSuspendedError(suspended_message(session, state.pending))
+    values = {**row, "generation": state.generation}
+    created = conn.execute(q.insert_turn, values).scalar_one_or_none()
+    if created is None:
+        existing = get_turn(conn, session, turn_id)
+        if existing is None:
+            raise StepConflictError(f"turn {turn_id!r} conflicted but cannot be read")
+        return existing, False
+    if cancel_unfinished is not None:
+        conn.execute(
+            q.supersede, {"b_session": session, "b_created": created, "b_reason": cancel_unfinished}
+        )
+    return turn_record({**values, "id": created}), True
+
+
+def reset_pending(conn: Connection, session: str) -> bool:
+    """Whether a reset is queued and not yet applied: it will cancel any park, so a new turn may
+    queue behind it, and an answer to the park is refused. Read under the session row's lock."""
+    queued = select(turns.c.id).where(
+        turns.c.session_key == session,
+        turns.c.kind == TurnKind.RESET.value,
+        turns.c.status.in_(UNFINISHED_VALUES),
+    )
+    return conn.execute(queued.limit(1)).first() is not None
+
+
+def request_cancel(conn: Connection, session: str, turn_id: str, reason: str) -> TurnRecord | None:
+    """A reset turn is not cancellable (the runtime applies it regardless), so it reads as None."""
+    stmt = (
+        update(turns)
+        .where(
+            turns.c.session_key == session,
+            turns.c.turn_id == turn_id,
+            turns.c.status.in_(UNFINISHED_VALUES),
+            turns.c.kind == TurnKind.TURN.value,
+        )
+        .values(cancel_reason=func.coalesce(turns.c.cancel_reason, reason))
+        .returning(*turns.c)
+    )
+    row = conn.execute(stmt).first()
+    return None if row is None else turn_record(row._mapping)
+
+
+def resume(
+    conn: Connection,
+    session: str,
+    turn_id: str,
+    expected_pending: JsonValue,
+    answer_step: str,
+    answer: JsonValue,
+    now: float,
+) -> None:
+    """Checks under the session row's lock, then writes; any failed check raises before a write
+    would be kept. The lock comes first so that every later statement (a fresh snapshot each, on
+    PostgreSQL) sees whatever a racing resume or a reset's enqueue committed while we waited."""
+    state = conn.execute(
+        select(sessions.c.status, sessions.c.pending)
+        .where(sessions.c.key == session)
+        .with_for_update()
+    ).first()
+    if (
+        state is None
+        or state.status != SessionStatus.SUSPENDED
+        or state.pending != canonical_json(expected_pending)
+    ):
+        raise ResumeConflictError(
+            "the session is not parked on that request (answered already, changed, or reset)"
+        )
+    if reset_pending(conn, session):
+        raise ResumeConflictError("a reset of the session is queued; the park will be cancelled")
+    requeued = conn.execute(
+        update(turns)
+        .where(
+            turns.c.session_key == session,
+            turns.c.turn_id == turn_id,
+            turns.c.status == TurnStatus.SUSPENDED.value,
+        )
+        .values(status=TurnStatus.QUEUED.value)
+    ).rowcount
+    if requeued != 1:
+        raise ResumeConflictError(f"turn {turn_id!r} is not the parked turn")
+    try:
+        conn.execute(
+            insert(steps).values(
+                session_key=session, turn_id=turn_id, step_id=answer_step, value=dump_json(answer)
+            )
+        )
+    except IntegrityError as err:
+        raise ResumeConflictError(f"step {answer_step!r} was answered already") from err
+    conn.execute(
+        update(sessions)
+        .where(sessions.c.key == session)
+        .values(status=SessionStatus.RUNNING.value, pending=None, updated_at=now)
+    )
+
+
+# -- reads --------------------------------------------------------------------------------------
+
+
+def get_turn(conn: Connection, session: str, turn_id: str) -> TurnRecord | None:
+    row = conn.execute(_GET_TURN, {"b_session": session, "b_turn": turn_id}).first()
+    return None if row is None else turn_record(row._mapping)
+
+
+def next_turn(conn: Connection, session: str) -> TurnRecord | None:
+    row = conn.execute(_NEXT_TURN, {"b_session": session}).first()
+    return None if row is None else turn_record(row._mapping)
+
+
+def list_turns(conn: Connection, session: str) -> list[TurnRecord]:
+    live = select(sessions.c.generation).where(sessions.c.key == session).scalar_subquery()
+    query = (
+        select(turns)
+        .where(turns.c.session_key == session, turns.c.generation == live)
+        .order_by(turns.c.id)
+    )
+    return _turns(conn.execute(query).all())
+
+
+def open_turns(conn: Connection) -> list[TurnRecord]:
+    query = select(turns).where(turns.c.status.in_(OPEN_VALUES)).order_by(turns.c.id)
+    return _turns(conn.execute(query).all())
+
+
+def _turns(rows: Any) -> list[TurnRecord]:
+    return [turn_record(row._mapping) for row in rows]
+
+
+def get_session(conn: Connection, session: str) -> SessionRecord | None:
+    row: Row[Any] | None = conn.execute(select(sessions).where(sessions.c.key == session)).first()
+    return None if row is None else session_record(row._mapping)
+
+
+def load_transcript(conn: Connection, session: str) -> list[Message]:
+    query = (
+        select(messages.c.body).where(messages.c.session_key == session).order_by(messages.c.idx)
+    )
+    return [message_from_json(body) for body in conn.execute(query).scalars()]
+
+
+def load_transcript_tail(conn: Connection, session: str, at_least: int) -> TranscriptTail:
+    """Three index range reads on the primary key, none of which grows with the transcript:
+    the last index, the opening at or before the window's first message (a walk back over one
+    turn at most), then the rows from there."""
+    last = conn.execute(_LAST_INDEX, {"b_session": session}).scalar()
+    if last is None:
+        return TranscriptTail(base=0, messages=[])
+    base = 0
+    first_wanted = int(last) + 1 - max(at_least, 1)
+    if first_wanted > 0:
+        opening = conn.execute(
+            _OPENING_BEFORE, {"b_session": session, "b_first": first_wanted}
+        ).scalar()
+        base = int(opening) if opening is not None else 0
+    rows = conn.execute(_MESSAGES_FROM, {"b_session": session, "b_base": base}).scalars()
+    return TranscriptTail(base=base, messages=[message_from_json(body) for body in rows])
+
+
+def load_steps(conn: Connection, session: str, turn_id: str) -> dict[str, JsonValue]:
+    rows = conn.execute(_STEPS, {"b_session": session, "b_turn": turn_id})
+    return {row.step_id: load_json(row.value) for row in rows}
+
+
+def read_events(
+    conn: Connection, session: str, after_seq: int, limit: int | None
+) -> list[TurnEvent]:
+    query = (
+        select(events.c.seq, events.c.body)
+        .where(events.c.session_key == session, events.c.seq > after_seq)
+        .order_by(events.c.seq)
+        .limit(limit)
+    )
+    return [event_from_json(row.body, session=session, seq=row.seq) for row in conn.execute(query)]
+
+
+def recoverable_sessions(conn: Connection, now: float) -> list[str]:
+    has_work = exists().where(
+        turns.c.session_key == sessions.c.key, turns.c.status.in_(UNFINISHED_VALUES)
+    )
+    query = (
+        select(sessions.c.key)
+        .where(or_(sessions.c.lease_owner.is_(None), sessions.c.lease_expires_at < now), has_work)
+        .order_by(sessions.c.key)
+    )
+    return list(conn.execute(query).scalars())
