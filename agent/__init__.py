@@ -11,7 +11,6 @@ from __future__ import annotations
 import typing
 
 from agent._agent_def import Agent, Schedule
-from agent._channels import Channel, ChannelContext, TurnStreamer, receive
 from agent._consent import NeedsConfirmation
 from agent._effects import Effect, EffectAuthority, resolve_receipt
 from agent._errors import (
@@ -105,8 +104,6 @@ __all__ = [
     "AnthropicSettings",
     "AssemblyError",
     "AssistantMessage",
-    "Channel",
-    "ChannelContext",
     "ConfirmationRecord",
     "ConfirmationRequested",
     "ConfirmationResolved",
@@ -177,7 +174,6 @@ __all__ = [
     "TurnResult",
     "TurnStarted",
     "TurnStatus",
-    "TurnStreamer",
     "UnknownToolError",
     "Usage",
     "UserMessage",
@@ -185,7 +181,6 @@ __all__ = [
     "grant_confirmation",
     "load_agent",
     "password_in_url",
-    "receive",
     "resolve_receipt",
     "tool",
 ]

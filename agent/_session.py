@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -14,6 +14,7 @@ from agent._agent_def import Agent
 from agent._errors import ResumeConflictError, TurnInterruptedError, TurnNotFoundError
 from agent._events import ConfirmationResolved, TurnEvent
 from agent._hitl import (
+    WORKSPACE_KEYS,
     AuthorizeAnswer,
     Grant,
     Principal,
@@ -21,6 +22,7 @@ from agent._hitl import (
     answer_step_id,
     answering_user,
     authorize,
+    check_answerers,
     check_workspace,
     issue_grant,
     pending_request,
@@ -132,6 +134,39 @@ class AgentSession:
         else:
             self.runtime.kick(self.key)
         return tid
+
+    async def receive(
+        self,
+        seed: str,
+        *,
+        by: str,
+        kind: str = "proactive",
+        answerers: Mapping[str, str] | None = None,
+        workspace: Mapping[str, str] | None = None,
+        turn_id: str | None = None,
+    ) -> str:
+        """Queue a proactive turn, one nobody sent (a schedule, an alert), like `start()`.
+
+        The seed is stored as a `trigger` message attributed to `by` (e.g. `cron:daily`), so
+        the transcript records that no person wrote it. Nobody spoke, so nobody is the speaker
+        who may answer: what the turn asks is answered by `answerers` (`{"user": id}` or
+        `{"policy": p, "scope": s}`), and without them the turn cannot park. `workspace`
+        (`team`, `enterprise`) is where the turn posts and where answers must come from. A
+        caller-chosen `turn_id` makes the trigger idempotent: a clock that fires a slot twice
+        gets one turn. The host shows the turn as it shows any reply, from the durable log.
+
+        Raises `ToolError` for malformed answerers and `SessionSuspendedError` while the
+        session waits on an answer; nothing is queued then.
+        """
+        check_answerers(answerers)
+        context = {k: str(v) for k, v in (workspace or {}).items() if k in WORKSPACE_KEYS and v}
+        trigger = Trigger(
+            kind=kind,
+            by=by,
+            answerers=dict(answerers) if answerers is not None else None,
+            context=context,
+        )
+        return await self.start(TurnInput(text=seed, trigger=trigger), turn_id=turn_id)
 
     async def result(self, turn_id: str) -> TurnResult:
         """Wait until the turn completes, fails, is cancelled or parks (bound it with

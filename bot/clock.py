@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
-from agent import Agent, Runtime, Schedule, SessionSuspendedError, Trigger, TurnInput
+from agent import Agent, Runtime, Schedule, SessionSuspendedError
 from bot.cron import Cron
 from bot.render_pool import RendererPool
 from storage.delivery.store import DeliveryStore
@@ -83,17 +83,14 @@ class Clock:
         )
         self.renderers.kick(key)
         session = self.runtime.session(self.agent, key)
-        seed = TurnInput(
-            text=schedule.seed,
-            trigger=Trigger(
-                kind="proactive",
-                by=f"cron:{schedule.name}",
-                answerers=dict(schedule.answerers) if schedule.answerers is not None else None,
-                context={"team": self.team},
-            ),
-        )
         try:
-            await session.start(seed, turn_id=turn_id)
+            await session.receive(
+                schedule.seed,
+                by=f"cron:{schedule.name}",
+                answerers=schedule.answerers,
+                workspace={"team": self.team},
+                turn_id=turn_id,
+            )
         except SessionSuspendedError:
             log.warning(
                 "schedule skipped: its session waits on an approval",

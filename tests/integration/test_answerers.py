@@ -10,7 +10,6 @@ import pytest
 from agent import (
     Agent,
     AssemblyError,
-    ChannelContext,
     InboundEvent,
     ResumeAuthorizationError,
     ResumeRequest,
@@ -25,7 +24,6 @@ from agent import (
     TurnStatus,
     grant_answer,
     grant_confirmation,
-    receive,
 )
 from agent.seams import SessionStatus
 from tests.integration.test_confirmations import _agent as confirm_agent
@@ -100,27 +98,19 @@ async def test_a_proactive_turn_asks_the_answerers_it_names(store: SessionStore)
 
 async def test_receive_hands_its_answerers_to_the_turn(store: SessionStore) -> None:
     agent = refund_agent()
-
-    class Channel:
-        events: list[Any] = []
-
-        async def deliver(self, target: Any, events: Any) -> None:
-            self.events = [e async for e in events]
-
-    channel = Channel()
     async with _runtime(store, agent) as rt:
-        await receive(
-            channel,
-            ChannelContext(rt, agent),
-            seed="Any refunds to approve?",
-            target={"channel": "C1", "team": "T1"},
-            trigger={"kind": "proactive", "by": "cron:x"},
-            session="p1",
-            turn_id="p1:1",
+        session = rt.session(agent, "p1")
+        tid = await session.receive(
+            "Any refunds to approve?",
+            by="cron:x",
             answerers={"policy": "approvers", "scope": "refunds"},
+            workspace={"team": "T1"},
+            turn_id="p1:1",
         )
-    assert channel.events[-1].type == "input.requested"
-    assert channel.events[-1].request["answerers"] == {"policy": "approvers", "scope": "refunds"}
+        parked = await session.result(tid)
+    assert parked.status == TurnStatus.SUSPENDED
+    assert parked.request is not None
+    assert parked.request["answerers"] == {"policy": "approvers", "scope": "refunds"}
     [turn] = await store.list_turns("p1")
     assert turn.input.trigger is not None
     assert turn.input.trigger.context == {"team": "T1"}

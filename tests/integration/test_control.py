@@ -14,7 +14,6 @@ import pytest
 from agent import (
     Agent,
     AgentError,
-    ChannelContext,
     ResumeConflictError,
     Runtime,
     ScriptedModel,
@@ -28,7 +27,6 @@ from agent import (
     TurnEvent,
     TurnStatus,
     load_agent,
-    receive,
     tool,
 )
 from agent.seams import TurnKind
@@ -432,32 +430,25 @@ async def test_turn_queued_behind_a_reset_starts_from_an_empty_transcript(
 # proactive turns ------------------------------------------------------------------------------
 
 
-class _Channel:
-    def __init__(self) -> None:
-        self.deliveries: list[tuple[dict[str, Any], list[TurnEvent]]] = []
-
-    async def deliver(self, target: dict[str, Any], events: Any) -> None:
-        self.deliveries.append((target, [e async for e in events]))
-
-
 async def test_proactive_turn_is_a_trigger_message_attributed_to_its_source(
     store: SessionStore,
 ) -> None:
     agent = Agent(name="a", instructions="x")
     model = ScriptedModel([ScriptedReply(text="Here are today's highlights.")])
-    channel = _Channel()
     async with _rt(store, model, agent) as rt:
-        ctx = ChannelContext(rt, agent)
-        kwargs: dict[str, Any] = {
-            "seed": "Summarize today's open threads.",
-            "target": {"channel": "C-ops"},
-            "trigger": {"kind": "proactive", "by": "cron:daily"},
-            "session": "slack:T1:C-ops:daily",
+        session = rt.session(agent, "slack:T1:C-ops:daily")
+        fire: dict[str, Any] = {
+            "by": "cron:daily",
+            "workspace": {"team": "T1"},
             "turn_id": "cron:daily:2026-11-29T09:00:00+00:00",
         }
-        tid = await receive(channel, ctx, **kwargs)
-        again = await receive(channel, ctx, **kwargs)
-    assert tid == again == kwargs["turn_id"]
+        tid = await session.receive("Summarize today's open threads.", **fire)
+        first = await session.result(tid)
+        again = await session.receive("Summarize today's open threads.", **fire)
+        replayed = await session.result(again)
+    assert tid == again == fire["turn_id"]
+    assert (first.status, first.text) == (TurnStatus.COMPLETED, "Here are today's highlights.")
+    assert replayed.replayed
     [opening, _reply] = await store.load_transcript("slack:T1:C-ops:daily")
     assert isinstance(opening, TriggerMessage)
     assert (opening.kind, opening.by, opening.text) == (
@@ -466,25 +457,19 @@ async def test_proactive_turn_is_a_trigger_message_attributed_to_its_source(
         "Summarize today's open threads.",
     )
     assert len(model.requests) == 1, "the same turn id fires once"
-    target, events = channel.deliveries[0]
-    assert target == {"channel": "C-ops"}
-    assert events[-1].type == "turn.completed"
-    assert channel.deliveries[1][1][-1].type == "turn.completed"
+    [turn] = await store.list_turns("slack:T1:C-ops:daily")
+    assert turn.input.trigger is not None
+    assert turn.input.trigger.context == {"team": "T1"}
 
 
-async def test_receive_refuses_rather_than_drop_a_turn(store: SessionStore) -> None:
+async def test_receive_refuses_malformed_answerers_and_queues_nothing(
+    store: SessionStore,
+) -> None:
     agent = Agent(name="a", instructions="x")
     async with _rt(store, ScriptedModel([]), agent) as rt:
-        args: dict[str, Any] = {
-            "seed": "s",
-            "target": {},
-            "trigger": {"kind": "proactive", "by": "cron:x"},
-            "session": "p1",
-        }
-        with pytest.raises(AgentError, match="no deliver"):
-            await receive(object(), ChannelContext(rt, agent), **args)
-        with pytest.raises(AgentError, match="cannot stream"):
-            await receive(_Channel(), object(), **args)
+        session = rt.session(agent, "p1")
+        with pytest.raises(AgentError, match="answerers must be"):
+            await session.receive("s", by="cron:x", answerers={"channel": "C1"})
     assert await store.list_turns("p1") == []
 
 
