@@ -37,8 +37,8 @@ from bot.answers import AnswerHandler
 from bot.heap import freeze_startup_heap
 from bot.listeners import ACKS_IN_FLIGHT, Listeners
 from bot.payload_shape import problem as payload_problem
-from bot.render_pool import RendererPool
-from bot.renderer import RenderSettings
+from bot.rendering import RenderSettings
+from bot.rendering.pool import RendererPool
 from bot.request_checks import headers_well_formed, parse_payload, utf8
 from bot.resets import Resets
 from bot.settings import Settings

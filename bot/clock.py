@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 
 from agent import Agent, Runtime, Schedule, SessionSuspendedError
 from bot.cron import Cron
-from bot.render_pool import RendererPool
+from bot.rendering.pool import RendererPool
 from storage.delivery.store import DeliveryStore
 
 log = logging.getLogger(__name__)

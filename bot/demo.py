@@ -37,7 +37,7 @@ from agent import (
 )
 from bot.app import open_bot
 from bot.asgi_server import BackgroundServer
-from bot.renderer import RenderSettings
+from bot.rendering import RenderSettings
 from bot.settings import Settings
 from bot.testing import SlackDriver, SlackStandIn
 from bot.testing.workspace import Message

@@ -26,7 +26,7 @@ from agent import Agent, Runtime, SessionSuspendedError
 from bot.answers import AnswerHandler
 from bot.approvals import APPROVE, DENY
 from bot.inbound import SlackMessage, person_message
-from bot.render_pool import RendererPool
+from bot.rendering.pool import RendererPool
 from bot.resets import RESET_SHORTCUT, Resets
 from storage.delivery.store import DeliveryStore
 

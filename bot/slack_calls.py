@@ -93,7 +93,7 @@ def make_render_client(token: str, base_url: str) -> AsyncWebClient:
     """The renderers' client: a 429 comes back to the renderer, which waits it out itself and
     checks its delivery lease before trying again. The SDK's own retry would send the call
     again after the wait with no such check, possibly after another process took the thread
-    over (`SessionRenderer._fence`)."""
+    over (`DeliveryLease.fence` in `bot.rendering.lease`)."""
     return make_client(token, base_url, rate_limit_retries=0)
 
 

@@ -22,7 +22,7 @@ import time
 from agent import ScriptedModel
 from bot.app import open_bot
 from bot.asgi_server import BackgroundServer
-from bot.renderer import RenderSettings
+from bot.rendering import RenderSettings
 from storage import SqlStore
 from tests.bot import agents
 from tests.bot.harness import settings_for

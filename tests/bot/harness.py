@@ -18,7 +18,7 @@ from pydantic import SecretStr
 from agent import Agent
 from bot.app import SlackBot, open_bot
 from bot.asgi_server import BackgroundServer
-from bot.renderer import RenderSettings
+from bot.rendering import RenderSettings
 from bot.settings import Settings
 from bot.testing import SlackDriver, SlackStandIn
 from bot.testing.workspace import Message

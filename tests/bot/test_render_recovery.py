@@ -29,8 +29,8 @@ import pytest
 from agent import Runtime, SessionStore, TurnEvent
 from agent.seams import TurnRecord
 from bot.inbound import session_key
-from bot.renderer import LeaseLost, RenderSettings, SessionRenderer
-from bot.reply_part import Target
+from bot.rendering import LeaseLost, RenderSettings, SessionRenderer
+from bot.rendering.parts import Target
 from bot.slack_calls import make_render_client
 from bot.testing import SlackStandIn
 from bot.testing.workspace import Message

@@ -43,7 +43,7 @@ import psycopg
 
 from agent import ReceiptStatus
 from bot.inbound import session_key
-from bot.reply_part import TASK_MARKS
+from bot.rendering.parts import TASK_MARKS
 from bot.testing import SlackDriver, SlackStandIn
 from bot.testing.workspace import Message
 from storage import SqlStore, upgrade_database

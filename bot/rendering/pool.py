@@ -19,8 +19,9 @@ from typing import Any
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import Runtime, StoreUnavailableError, TurnEvent
-from bot.renderer import LeaseLost, RenderSettings, SessionRenderer
-from bot.reply_part import Target
+from bot.rendering.lease import LeaseLost, RenderSettings
+from bot.rendering.parts import Target
+from bot.rendering.renderer import SessionRenderer
 from bot.slack_calls import SlackCallError
 from storage.delivery.store import DeliveryStore, Post
 

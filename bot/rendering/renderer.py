@@ -1,0 +1,304 @@
+"""Render one session's durable event log into its Slack thread.
+
+The log decides what is shown; live `message.delta` events only let text appear early. Each batch
+of durable events is applied to Slack and then saved (cursor + bodies of the messages it touched)
+in one transaction, so after a crash the renderer puts every open message back to its saved body
+and re-applies the events after the cursor: nothing committed is lost and nothing is shown twice.
+
+A live delta that arrives before a durable event in the same batch is stale (the event that follows
+it, a completed message or the turn's end, covers or voids it) and is dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from typing import assert_never
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from agent import TurnEvent, TurnStatus
+from agent.seams import SessionStore
+from bot.approvals import ApprovalRef, confirmation_prompt
+from bot.rendering.approval_posts import ApprovalPosts
+from bot.rendering.lease import DeliveryLease, RenderSettings
+from bot.rendering.parts import ReplyPart, Target
+from bot.rendering.recovery import recover
+from bot.rendering.replies import ReplyWriter, TurnView
+from bot.rendering.status import ThreadStatus
+from bot.rendering.thread import SlackThread
+from storage.delivery.store import DeliveryStore, Post
+
+log = logging.getLogger(__name__)
+
+FOOTERS = {
+    "replaced": "_superseded by a newer message_",
+    "reset": "_stopped: this conversation was reset_",
+}
+FAILED = ":warning: Sorry, something went wrong and I could not finish this reply."
+
+
+class SessionRenderer:
+    """One session's renderer: reads the durable log after its cursor and shows it in Slack.
+
+    The parts each do one job: `lease` keeps the delivery lease that fences every Slack call,
+    `slack` makes those calls for the thread, `status` the thread's status line, `replies` the
+    reply messages, `approvals` the approval requests; `recover` settles what a dead renderer
+    left. This class decides, event by event, what each of them is asked to do."""
+
+    def __init__(
+        self,
+        *,
+        key: str,
+        target: Target,
+        client: AsyncWebClient,
+        store: SessionStore,
+        delivery: DeliveryStore,
+        queue: asyncio.Queue[tuple[TurnEvent, int | None]],
+        settings: RenderSettings,
+        owner: str,
+        cursor: int = 0,
+        clock: Callable[[], float] = time.time,
+        leased_at: float | None = None,
+    ) -> None:
+        """`leased_at`: when (`time.monotonic()`, taken before the write) the caller acquired
+        the session's delivery lease for this renderer; from then on every Slack call is made
+        under the lease. None: the caller holds no lease (a one-off notice)."""
+        self.key = key
+        self.target = target
+        self.store = store
+        self.delivery = delivery
+        self.queue = queue
+        self.settings = settings
+        self.cursor = cursor
+        self.lease = DeliveryLease(
+            delivery, key=key, owner=owner, ttl=settings.lease_ttl, leased_at=leased_at
+        )
+        self.slack = SlackThread(
+            key=key, target=target, client=client, delivery=delivery, lease=self.lease
+        )
+        self.status = ThreadStatus(self.slack, target)
+        self.replies = ReplyWriter(
+            key=key,
+            target=target,
+            client=client,
+            delivery=delivery,
+            slack=self.slack,
+            settings=settings,
+            clock=clock,
+        )
+        self.approvals = ApprovalPosts(
+            key=key, target=target, delivery=delivery, slack=self.slack, clock=clock
+        )
+
+    # main loop ------------------------------------------------------------------------------
+
+    async def run(self, activity: int) -> None:
+        """Render until the session is caught up with no turn left to run, then go idle."""
+        await self.recover()
+        while True:
+            # The turns are read before the events: a turn that ends in between has committed its
+            # last events with its end, so this catch-up still delivers them. The other way round,
+            # a turn run whole between the two reads left the session idle, its reply unshown.
+            done = self.queue.empty() and await self._finished()
+            await self.catch_up()
+            if done and self.queue.empty() and not self.replies.part_open:
+                if await self.delivery.go_idle(self.key, activity):
+                    return
+                target = await self.delivery.get_target(self.key)
+                activity = target.activity if target else activity
+            for event, horizon in await self._next_batch():
+                if event.seq > 0:
+                    if event.seq > self.cursor:
+                        await self.catch_up()
+                    continue
+                # A delta is fresh only if no durable event emitted after it has been applied.
+                if horizon is None:
+                    continue
+                if horizon > self.cursor:
+                    await self.catch_up()
+                if horizon < self.cursor:
+                    continue
+                await self.on_delta(event)
+            await self.replies.flush_if_due()
+            await self.lease.renew()
+
+    async def _next_batch(self) -> list[tuple[TurnEvent, int | None]]:
+        dirty = self.replies.dirty
+        timeout = self.settings.flush_interval if dirty else self.settings.poll_interval
+        batch: list[tuple[TurnEvent, int | None]] = []
+        with contextlib.suppress(TimeoutError):
+            batch.append(await asyncio.wait_for(self.queue.get(), timeout))
+        while not self.queue.empty():
+            batch.append(self.queue.get_nowait())
+        return batch
+
+    async def _finished(self) -> bool:
+        if self.replies.part_open:
+            return False
+        turns = await self.store.list_turns(self.key)
+        return not any(t.status in (TurnStatus.QUEUED, TurnStatus.RUNNING) for t in turns)
+
+    async def recover(self) -> None:
+        """Settle what a previous renderer left half done, before reading any event
+        (`bot.rendering.recovery`)."""
+        await recover(
+            key=self.key,
+            delivery=self.delivery,
+            slack=self.slack,
+            replies=self.replies,
+            approvals=self.approvals,
+        )
+
+    async def send_post(self, post: Post) -> str:
+        """Post a whole message once (a notice): see `SlackThread.send_post`."""
+        return await self.slack.send_post(post)
+
+    # durable events ----------------------------------------------------------------------------
+
+    async def catch_up(self) -> None:
+        while True:
+            events = await self.store.read_events(self.key, self.cursor, 200)
+            if not events:
+                return
+            for event in events:
+                await self.apply(event)
+                self.cursor = event.seq
+            await self.replies.flush_current()
+            await self.delivery.save(
+                self.key, self.cursor, self.replies.take_changes(), time.time()
+            )
+            await self.approvals.show_answered_ones()
+
+    async def apply(self, event: TurnEvent) -> None:
+        match event.type:
+            case "turn.started":
+                view = await self.replies.view_for(event.turn_id)
+                await self._show_status(view)
+            case "message.completed":
+                view = await self.replies.view_for(event.turn_id)
+                if event.text:
+                    self._complete_step(await self.replies.part(view), view, event.text)
+                view.step_live = ""
+            case "action.requested":
+                view = await self.replies.view_for(event.turn_id)
+                part = await self.replies.part(view)
+                part.task(event.call.id, _title(event.call.name), "in_progress")
+            case "action.completed":
+                view = await self.replies.view_for(event.turn_id)
+                part = await self.replies.part(view)
+                status = "error" if event.error else "complete"
+                part.task(
+                    event.call_id, _title(event.name), status, "failed" if event.error else None
+                )
+            case "input.requested":
+                view = await self.replies.view_for(event.turn_id)
+                request = event.request
+                if view.part is not None and request.get("call_id"):
+                    title = _title(str(request.get("tool", "")))
+                    view.part.task(
+                        str(request["call_id"]), title, "pending", "waiting for approval"
+                    )
+                await self.replies.close(view, None)
+                ref = ApprovalRef(
+                    kind="input",
+                    session=self.key,
+                    turn_id=event.turn_id,
+                    ident=str(request["id"]),
+                    digest=request.get("digest"),
+                )
+                await self.approvals.post(
+                    ref, str(request.get("prompt", "")), request.get("answerers")
+                )
+            case "confirmation.requested":
+                view = await self.replies.view_for(event.turn_id)
+                await self.replies.close(view, None)
+                confirmation = event.confirmation
+                ref = ApprovalRef(
+                    kind="confirm",
+                    session=self.key,
+                    turn_id=event.turn_id,
+                    ident=str(confirmation["id"]),
+                )
+                await self.approvals.post(
+                    ref, confirmation_prompt(confirmation), confirmation.get("answerers")
+                )
+            case "confirmation.resolved":
+                pass
+            case "turn.completed":
+                view = await self.replies.view_for(event.turn_id)
+                await self._end(view, None)
+            case "turn.failed":
+                view = await self.replies.view_for(event.turn_id)
+                # The error text was scrubbed of secrets when the engine stored it; operators
+                # need it (e.g. "raise ANTHROPIC_MAX_TOKENS"); the thread gets the plain apology.
+                log.warning(
+                    "turn failed",
+                    extra={"session": self.key, "turn": event.turn_id, "error": event.error},
+                )
+                await self._end(view, FAILED)
+            case "turn.cancelled":
+                view = await self.replies.view_for(event.turn_id)
+                footer = FOOTERS.get(event.reason, f"_cancelled ({event.reason})_")
+                await self._end(view, footer if view.shown_any else None)
+            case "message.delta":
+                pass
+            case _:
+                assert_never(event.type)
+
+    # live events ---------------------------------------------------------------------------
+
+    async def on_delta(self, event: TurnEvent) -> None:
+        if event.type != "message.delta":
+            return
+        view = self.replies.view
+        if view is None or view.turn_id != event.turn_id:
+            view = await self.replies.view_for(event.turn_id)
+        if not view.live_open:
+            return
+        if event.restart:
+            if view.part is not None:
+                view.part.drop_pending_live(view.step_live)
+            view.step_live = ""
+            return
+        if not event.text:
+            return
+        part = await self.replies.part(view)
+        if not view.step_live:
+            part.separate()
+        part.add_text(event.text)
+        view.step_live += event.text
+
+    def _complete_step(self, part: ReplyPart, view: TurnView, text: str) -> None:
+        live = view.step_live
+        if live and text.startswith(live):
+            part.add_text(text[len(live) :])
+        else:
+            part.separate()
+            part.add_text(text)
+        part.mark_durable()
+
+    async def _show_status(self, view: TurnView) -> None:
+        """Progress the Slack way: the thread's status where allowed, else a first task."""
+        if await self.status.show():
+            view.status_set = True
+            return
+        part = await self.replies.part(view)
+        if not part.content.tasks:
+            part.task("status", "Working on it", "in_progress")
+
+    async def _end(self, view: TurnView, footer: str | None) -> None:
+        if view.part is None and footer:
+            await self.replies.part(view)
+        await self.replies.close(view, footer)
+        view.live_open = False
+        if view.status_set:
+            await self.status.clear()
+            view.status_set = False
+
+
+def _title(name: str) -> str:
+    return name.replace("_", " ").capitalize()
