@@ -11,6 +11,7 @@ from __future__ import annotations
 import typing
 
 from agent._agent_def import Agent, Schedule
+from agent._answerers import Answerer, PolicyAnswerer, UserAnswerer
 from agent._channels import Channel, ChannelContext, TurnStreamer, receive
 from agent._consent import NeedsConfirmation
 from agent._effects import Effect, EffectAuthority, resolve_receipt
@@ -78,6 +79,7 @@ from agent._records import (
     TurnStatus,
 )
 from agent._redaction import REDACTED, Redactor, password_in_url
+from agent._requests import ConfirmationRequest, InputRequest
 from agent._runtime import DEFAULT_CONTEXT_MESSAGES, Runtime
 from agent._session import AgentSession, ResetResult, grant_answer, grant_confirmation
 from agent._sinks import EventHub, RecordingSink
@@ -101,6 +103,7 @@ __all__ = [
     "AgentError",
     "AgentSession",
     "AnswerRequest",
+    "Answerer",
     "AnthropicModel",
     "AnthropicSettings",
     "AssemblyError",
@@ -108,6 +111,7 @@ __all__ = [
     "Channel",
     "ChannelContext",
     "ConfirmationRecord",
+    "ConfirmationRequest",
     "ConfirmationRequested",
     "ConfirmationResolved",
     "ConfirmationStatus",
@@ -122,6 +126,7 @@ __all__ = [
     "FatalToolError",
     "Grant",
     "InboundEvent",
+    "InputRequest",
     "InputRequested",
     "JsonData",
     "LeaseLostError",
@@ -132,6 +137,7 @@ __all__ = [
     "ModelError",
     "ModelSettings",
     "NeedsConfirmation",
+    "PolicyAnswerer",
     "Principal",
     "ReceiptRecord",
     "ReceiptStatus",
@@ -180,6 +186,7 @@ __all__ = [
     "TurnStreamer",
     "UnknownToolError",
     "Usage",
+    "UserAnswerer",
     "UserMessage",
     "grant_answer",
     "grant_confirmation",

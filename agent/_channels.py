@@ -13,9 +13,10 @@ from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agent._agent_def import Agent
-from agent._errors import AgentError
+from agent._answerers import AnswererInput
+from agent._errors import AgentError, ToolError
 from agent._events import TERMINAL_EVENT_TYPES, TurnEvent
-from agent._hitl import WORKSPACE_KEYS
+from agent._hitl import WORKSPACE_KEYS, answerers_of
 from agent._turn_input import Trigger, TurnInput
 
 if TYPE_CHECKING:
@@ -71,14 +72,15 @@ async def receive(
     trigger: Mapping[str, str],
     session: str,
     turn_id: str | None = None,
-    answerers: Mapping[str, Any] | None = None,
+    answerers: AnswererInput | None = None,
 ) -> str:
     """Start a proactive turn and render it. The seed is stored as a `trigger` message
     attributed to `trigger["by"]`, so the transcript records that no human sent it. A
     caller-supplied `turn_id` makes the trigger idempotent (a clock fires once per slot).
 
     `answerers`: who may answer what the turn asks; without them it cannot park (nobody spoke,
-    so there is no speaker to default to). The target's `team` / `enterprise` are the
+    so there is no speaker to default to); a typed answerer or its dict, and a malformed one
+    is an `AgentError` before anything starts. The target's `team` / `enterprise` are the
     workspace answers must come from."""
     run_stream = getattr(ctx, "run_stream", None)
     if run_stream is None:
@@ -86,12 +88,16 @@ async def receive(
     deliver = getattr(channel, "deliver", None)
     if deliver is None:
         raise AgentError("receive: the channel has no deliver(); turn not started")
+    try:
+        chosen = answerers_of(answerers)
+    except ToolError as err:
+        raise AgentError(f"receive: {err}; turn not started") from None
     turn_input = TurnInput(
         text=seed,
         trigger=Trigger(
             kind=trigger.get("kind", "proactive"),
             by=trigger["by"],
-            answerers=dict(answerers) if answerers is not None else None,
+            answerers=chosen,
             context={k: str(target[k]) for k in WORKSPACE_KEYS if target.get(k)},
         ),
     )

@@ -11,6 +11,7 @@ from typing import Any, Literal, Protocol
 
 from agent import _effects as effects
 from agent._agent_def import Agent
+from agent._answerers import UserAnswerer
 from agent._errors import ResumeConflictError, TurnInterruptedError, TurnNotFoundError
 from agent._events import ConfirmationResolved, TurnEvent
 from agent._hitl import (
@@ -29,6 +30,7 @@ from agent._hitl import (
     workspace_of,
 )
 from agent._messages import JsonData, JsonValue, Message
+from agent._requests import InputRequest
 from agent._sinks import EventHub, Observer, Unsubscribe
 from agent._turn_input import ConfirmationAnswer, InboundEvent, Trigger, TurnInput
 from agent._turn_result import TurnResult
@@ -185,7 +187,7 @@ class AgentSession:
 
     # human in the loop --------------------------------------------------------------------
 
-    async def pending(self) -> dict[str, Any] | None:
+    async def pending(self) -> InputRequest | None:
         """The request the session is parked on, or None."""
         record = await self._store.get_session(self.key)
         if record is None or record.status != SessionStatus.SUSPENDED or not record.pending:
@@ -229,14 +231,14 @@ class AgentSession:
         request = pending_request(session.pending)
         if session.pending.get("turn_id") != turn_id:
             raise ResumeConflictError("the session is parked on a different turn")
-        if request["id"] != input_id:
-            raise ResumeConflictError(f"the pending request is {request['id']!r}, not {input_id!r}")
-        if digest is not None and digest != request["digest"]:
+        if request.id != input_id:
+            raise ResumeConflictError(f"the pending request is {request.id!r}, not {input_id!r}")
+        if digest is not None and digest != request.digest:
             raise ResumeConflictError("the pending request is no longer the one answered")
         check_workspace(parked_workspace(session.pending), principal)
         by = answering_user(by, principal)
-        authorize(request.get("answerers"), by=by, granted=granted, digest=request["digest"])
-        validate_answer(value, request.get("schema"))
+        authorize(request.answerers, by=by, granted=granted, digest=request.digest)
+        validate_answer(value, request.json_schema)
         await self._store.resume_turn(
             self.key,
             turn_id,
@@ -290,7 +292,7 @@ class AgentSession:
             trigger=Trigger(
                 kind="confirmation",
                 by=by or "unknown",
-                answerers={"user": by} if by else None,
+                answerers=UserAnswerer(user=by) if by else None,
                 context=workspace,
             ),
             confirmation=ConfirmationAnswer(
@@ -429,18 +431,18 @@ async def grant_answer(
     if (
         record is None
         or pending is None
-        or pending["turn_id"] != request.turn_id
-        or pending["id"] != request.input_id
+        or pending.turn_id != request.turn_id
+        or pending.id != request.input_id
     ):
         raise ResumeConflictError("that request is not the one pending on this session")
     # The hook is never asked about someone from another workspace, nor about two people.
     check_workspace(parked_workspace(record.pending), request.principal)
     by = answering_user(request.by, request.principal)
     return await issue_grant(
-        pending.get("answerers"),
+        pending.answerers,
         by=by,
         principal=request.principal,
-        digest=pending["digest"],
+        digest=pending.digest,
         authorize_answer=authorize_answer or session.agent.authorize_answer,
     )
 

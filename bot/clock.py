@@ -88,7 +88,7 @@ class Clock:
             trigger=Trigger(
                 kind="proactive",
                 by=f"cron:{schedule.name}",
-                answerers=dict(schedule.answerers) if schedule.answerers is not None else None,
+                answerers=schedule.answerers,
                 context={"team": self.team},
             ),
         )

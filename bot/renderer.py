@@ -22,7 +22,7 @@ from typing import Any, TypeVar, assert_never
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from agent import SessionStore, TurnEvent, TurnStatus
+from agent import Answerer, SessionStore, TurnEvent, TurnStatus
 from bot.approvals import ApprovalRef, answered_message, approval_blocks, confirmation_prompt
 from bot.reply_part import (
     STATUS_TASK,
@@ -238,22 +238,18 @@ class SessionRenderer:
             case "input.requested":
                 view = await self._view(event.turn_id)
                 request = event.request
-                if view.part is not None and request.get("call_id"):
-                    title = _title(str(request.get("tool", "")))
-                    view.part.task(
-                        str(request["call_id"]), title, "pending", "waiting for approval"
-                    )
+                if view.part is not None and request.call_id:
+                    title = _title(request.tool)
+                    view.part.task(request.call_id, title, "pending", "waiting for approval")
                 await self._close(view, None)
                 ref = ApprovalRef(
                     kind="input",
                     session=self.key,
                     turn_id=event.turn_id,
-                    ident=str(request["id"]),
-                    digest=request.get("digest"),
+                    ident=request.id,
+                    digest=request.digest,
                 )
-                await self._post_approval(
-                    ref, str(request.get("prompt", "")), request.get("answerers")
-                )
+                await self._post_approval(ref, request.prompt, request.answerers)
             case "confirmation.requested":
                 view = await self._view(event.turn_id)
                 await self._close(view, None)
@@ -262,10 +258,10 @@ class SessionRenderer:
                     kind="confirm",
                     session=self.key,
                     turn_id=event.turn_id,
-                    ident=str(confirmation["id"]),
+                    ident=confirmation.id,
                 )
                 await self._post_approval(
-                    ref, confirmation_prompt(confirmation), confirmation.get("answerers")
+                    ref, confirmation_prompt(confirmation), confirmation.answerers
                 )
             case "confirmation.resolved":
                 pass
@@ -567,7 +563,9 @@ class SessionRenderer:
         fresh.adopt(chunks)
         return fresh
 
-    async def _post_approval(self, ref: ApprovalRef, prompt: str, answerers: Any) -> None:
+    async def _post_approval(
+        self, ref: ApprovalRef, prompt: str, answerers: Answerer | None
+    ) -> None:
         existing = await self.delivery.get_post(ref.post_key)
         if existing is not None and (existing.ts or existing.state != "posting"):
             return  # posted, or settled by whoever answered it: never a second request
