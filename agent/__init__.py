@@ -11,6 +11,7 @@ from __future__ import annotations
 import typing
 
 from agent._agent_def import Agent, Schedule
+from agent._answerers import Answerer, PolicyAnswerer, UserAnswerer
 from agent._consent import NeedsConfirmation
 from agent._effects import Effect, EffectAuthority, resolve_receipt
 from agent._errors import (
@@ -77,6 +78,7 @@ from agent._records import (
     TurnStatus,
 )
 from agent._redaction import REDACTED, Redactor, password_in_url
+from agent._requests import ConfirmationRequest, InputRequest
 from agent._runtime import DEFAULT_CONTEXT_MESSAGES, Runtime
 from agent._session import AgentSession, ResetResult, grant_answer, grant_confirmation
 from agent._sinks import EventHub, RecordingSink
@@ -100,11 +102,13 @@ __all__ = [
     "AgentError",
     "AgentSession",
     "AnswerRequest",
+    "Answerer",
     "AnthropicModel",
     "AnthropicSettings",
     "AssemblyError",
     "AssistantMessage",
     "ConfirmationRecord",
+    "ConfirmationRequest",
     "ConfirmationRequested",
     "ConfirmationResolved",
     "ConfirmationStatus",
@@ -119,6 +123,7 @@ __all__ = [
     "FatalToolError",
     "Grant",
     "InboundEvent",
+    "InputRequest",
     "InputRequested",
     "JsonData",
     "LeaseLostError",
@@ -129,6 +134,7 @@ __all__ = [
     "ModelError",
     "ModelSettings",
     "NeedsConfirmation",
+    "PolicyAnswerer",
     "Principal",
     "ReceiptRecord",
     "ReceiptStatus",
@@ -176,6 +182,7 @@ __all__ = [
     "TurnStatus",
     "UnknownToolError",
     "Usage",
+    "UserAnswerer",
     "UserMessage",
     "grant_answer",
     "grant_confirmation",

@@ -8,16 +8,16 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from agent._answerers import Answerer, AnswererInput
 from agent._errors import AssemblyError, ToolError
-from agent._hitl import AuthorizeAnswer, check_answerers
+from agent._hitl import AuthorizeAnswer, answerers_of
 from agent._policy import SurfacePolicy, SurfaceSettings, TurnPolicy, build_policy, check_surfaces
 from agent._tools import Tool
 from agent.seams import ModelSettings
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, init=False)
 class Schedule:
     """A proactive turn on a clock: `cron` is a five-field expression in UTC."""
 
@@ -26,9 +26,33 @@ class Schedule:
     seed: str
     channel: str
     session: str | None = None
-    answerers: Mapping[str, Any] | None = None
-    """Who may answer what the scheduled turn asks (`{"user": id}` or `{"policy": p, "scope":
-    s}`): nobody spoke, so without this a park or a confirmation in the turn is refused."""
+    answerers: Answerer | None = None
+    """Who may answer what the scheduled turn asks: nobody spoke, so without this a park or a
+    confirmation in the turn is refused."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        cron: str,
+        seed: str,
+        channel: str,
+        session: str | None = None,
+        answerers: AnswererInput | None = None,
+    ) -> None:
+        """Written out (not generated) so `answerers` may be given as the dict hosts have
+        always passed (`{"user": id}`, `{"policy": p, "scope": s}`) and still be held typed;
+        a malformed one is an `AssemblyError`, as it was when the agent was assembled."""
+        try:
+            chosen = answerers_of(answerers)
+        except ToolError as err:
+            raise AssemblyError(f"schedule {name!r}: {err}") from None
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "cron", cron)
+        object.__setattr__(self, "seed", seed)
+        object.__setattr__(self, "channel", channel)
+        object.__setattr__(self, "session", session)
+        object.__setattr__(self, "answerers", chosen)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,13 +89,6 @@ class Agent:
                     "writes through ctx.run_effect, which only an async tool can: declare it "
                     "`async def`, or use confirmation='required'"
                 )
-        for schedule in self.schedules:
-            try:
-                check_answerers(schedule.answerers)
-            except ToolError as err:
-                raise AssemblyError(
-                    f"agent {self.name!r}: schedule {schedule.name!r}: {err}"
-                ) from None
         surfaces = {k: SurfacePolicy.of(v) for k, v in self.surfaces.items()}
         check_surfaces(self.name, surfaces, self.overlays, [t.name for t in self.tools])
         object.__setattr__(self, "tools", tuple(self.tools))

@@ -8,11 +8,12 @@ deltas keep 0 (they are never stored).
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from agent._messages import JsonValue, ToolCall, Usage
+from agent._requests import ConfirmationRequest, InputRequest
 
 
 class _Event(BaseModel):
@@ -63,12 +64,12 @@ class ActionCompleted(_Event):
 
 class InputRequested(_Event):
     type: Literal["input.requested"] = "input.requested"
-    request: dict[str, Any]
+    request: InputRequest
 
 
 class ConfirmationRequested(_Event):
     type: Literal["confirmation.requested"] = "confirmation.requested"
-    confirmation: dict[str, Any]
+    confirmation: ConfirmationRequest
 
 
 class ConfirmationResolved(_Event):

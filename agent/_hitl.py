@@ -12,20 +12,28 @@ import hashlib
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import Any, TypedDict, assert_never
 
 import jsonschema
+import pydantic
 
+from agent._answerers import (
+    Answerer,
+    AnswererInput,
+    PolicyAnswerer,
+    UserAnswerer,
+    answerers_json,
+    parse_answerer,
+)
 from agent._errors import (
     ResumeAuthorizationError,
     ResumeConflictError,
     ResumeValidationError,
     ToolError,
 )
+from agent._messages import JsonValue
+from agent._requests import InputRequest, parked_request
 from agent._turn_input import TurnInput
-
-Answerers = Mapping[str, Any]
-"""`{"user": id}` or `{"policy": name, "scope": scope}`; None means no restriction."""
 
 
 class Principal(TypedDict, total=False):
@@ -59,11 +67,14 @@ def answer_step_id(turn_id: str, input_id: str) -> str:
 
 
 def request_digest(
-    turn_id: str, input_id: str, prompt: str, schema: Any, answerers: Answerers | None
+    turn_id: str, input_id: str, prompt: str, schema: JsonValue, answerers: Answerer | None
 ) -> str:
-    """Binds an answer (and a grant) to one exact request, not merely to its id."""
+    """Binds an answer (and a grant) to one exact request, not merely to its id.
+
+    Hashed over the answerers' stored JSON, the dict this digest was always computed from:
+    answers, grants and buttons already posted in Slack carry digests made that way."""
     body = json.dumps(
-        [turn_id, input_id, prompt, schema, dict(answerers) if answerers else None],
+        [turn_id, input_id, prompt, schema, answerers_json(answerers)],
         sort_keys=True,
         separators=(",", ":"),
     )
@@ -75,7 +86,7 @@ WORKSPACE_KEYS = ("team", "enterprise")
 Enterprise Grid org), so `{"user": id}` names somebody only inside the request's own workspace."""
 
 
-def default_answerers(turn_input: TurnInput | None, *, what: str) -> Answerers | None:
+def default_answerers(turn_input: TurnInput | None, *, what: str) -> Answerer | None:
     """Who answers when the tool names nobody.
 
     - A message: its speaker, only when the channel attests it (otherwise anyone could answer
@@ -89,7 +100,7 @@ def default_answerers(turn_input: TurnInput | None, *, what: str) -> Answerers |
     inbound = turn_input.inbound if turn_input is not None else None
     if inbound is not None:
         if inbound.user is not None and inbound.user.attested:
-            return {"user": inbound.user.id}
+            return UserAnswerer(user=inbound.user.id)
         raise ToolError(
             f"cannot {what}: this turn's speaker is not attested by its channel, so anyone could "
             "answer as them; name the answerers explicitly (answerers={'user': ...} or "
@@ -99,7 +110,7 @@ def default_answerers(turn_input: TurnInput | None, *, what: str) -> Answerers |
     if trigger is None:
         return None
     if trigger.answerers is not None:
-        return dict(trigger.answerers)
+        return trigger.answerers
     if trigger.kind == "confirmation":
         return None
     raise ToolError(
@@ -157,17 +168,24 @@ def answering_user(by: str | None, principal: Principal | None) -> str | None:
     return user
 
 
-def check_answerers(answerers: Answerers | None) -> None:
+def answerers_of(answerers: AnswererInput | None) -> Answerer | None:
+    """Normalise what a host or a tool passed (a typed answerer, or the dict shape the engine
+    has always taken) into an `Answerer`; a `ToolError` naming the accepted shapes otherwise.
+
+    A `ToolError` because inside a tool (`ctx.request_input`) the model must read why the call
+    failed; callers outside a tool (a declaration, a schedule) re-raise it as their own error."""
     if answerers is None:
-        return
-    keys = set(answerers)
-    if keys == {"user"} and isinstance(answerers["user"], str) and answerers["user"]:
-        return
-    if "policy" in keys and keys <= {"policy", "scope"}:
-        return
-    raise ToolError(
-        f"answerers must be {{'user': id}} or {{'policy': p, 'scope': s}}, got {answerers!r}"
-    )
+        return None
+    try:
+        return parse_answerer(answerers)
+    except pydantic.ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(part) for part in first["loc"][1:])
+        reason = f"{where}: {first['msg']}" if where else first["msg"]
+        raise ToolError(
+            "answerers must be {'user': id} (a non-empty string) or {'policy': p, 'scope': s} "
+            f"(scope optional), or a UserAnswerer / PolicyAnswerer; got {answerers!r} ({reason})"
+        ) from None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -191,16 +209,25 @@ class Grant:
 
 
 def authorize(
-    answerers: Answerers | None, *, by: str | None, granted: Grant | None, digest: str
+    answerers: Answerer | None, *, by: str | None, granted: Grant | None, digest: str
 ) -> None:
     """Raise `ResumeAuthorizationError` unless this resumer may answer."""
-    if answerers is None:
-        return
-    if "user" in answerers:
-        if by is None or by != answerers["user"]:
-            raise ResumeAuthorizationError("only the requested user may answer this request")
-        return
-    policy, scope = answerers.get("policy"), answerers.get("scope")
+    match answerers:
+        case None:
+            return
+        case UserAnswerer(user=user):
+            if by is None or by != user:
+                raise ResumeAuthorizationError("only the requested user may answer this request")
+            return
+        case PolicyAnswerer(policy=policy, scope=scope):
+            _check_grant(policy, scope, by=by, granted=granted, digest=digest)
+        case _:
+            assert_never(answerers)
+
+
+def _check_grant(
+    policy: str, scope: str | None, *, by: str | None, granted: Grant | None, digest: str
+) -> None:
     if granted is None:
         raise ResumeAuthorizationError(
             f"answering needs a grant for policy {policy!r} (scope {scope!r}); `by` alone is "
@@ -215,7 +242,7 @@ def authorize(
 
 
 async def issue_grant(
-    answerers: Answerers | None,
+    answerers: Answerer | None,
     *,
     by: str | None,
     principal: Principal | None,
@@ -224,21 +251,24 @@ async def issue_grant(
 ) -> Grant | None:
     """Ask the agent's hook. Its exceptions propagate (a 500: the answer is not applied and the
     same answer can be retried); None means the hook said no or no grant applies."""
-    if answerers is None or "policy" not in answerers:
-        return None
     if authorize_answer is None:
         return None
-    policy, scope = answerers["policy"], answerers.get("scope")
-    asked = AnswerRequest(
-        policy=policy,
-        scope=scope,
-        by=by,
-        principal=principal.copy() if principal is not None else Principal(),
-    )
-    allowed = await authorize_answer(asked)
-    if allowed is not True:
-        return None
-    return Grant(policy=policy, scope=scope, by=by, digest=digest)
+    match answerers:
+        case None | UserAnswerer():
+            return None  # nobody's grant can answer for a user: the hook is not asked
+        case PolicyAnswerer(policy=policy, scope=scope):
+            asked = AnswerRequest(
+                policy=policy,
+                scope=scope,
+                by=by,
+                principal=principal.copy() if principal is not None else Principal(),
+            )
+            allowed = await authorize_answer(asked)
+            if allowed is not True:
+                return None
+            return Grant(policy=policy, scope=scope, by=by, digest=digest)
+        case _:
+            assert_never(answerers)
 
 
 def validate_answer(value: Any, schema: Mapping[str, Any] | None) -> None:
@@ -250,8 +280,8 @@ def validate_answer(value: Any, schema: Mapping[str, Any] | None) -> None:
         raise ResumeValidationError(f"the answer does not fit the request: {err.message}") from None
 
 
-def pending_request(pending: Any) -> dict[str, Any]:
-    if not isinstance(pending, dict) or not isinstance(pending.get("request"), dict):
+def pending_request(pending: JsonValue) -> InputRequest:
+    request = parked_request(pending)
+    if request is None:
         raise ResumeConflictError("the session is not parked on a request")
-    request: dict[str, Any] = pending["request"]
     return request

@@ -1,7 +1,7 @@
 """The records that cross the store seam: turn, session, ledger and commit shapes, and their
 statuses. Plain frozen dataclasses, so a store needs nothing of the engine's workings; a leaf
-module (it imports only messages, events and turn inputs), so every part of the engine can use
-them without an import circle. `agent.seams` is where store authors find them."""
+module (it imports only answerers, messages, events and turn inputs), so every part of the
+engine can use them without an import circle. `agent.seams` is where store authors find them."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from agent._answerers import Answerer
 from agent._events import TurnEvent
 from agent._messages import JsonValue, Message
 from agent._turn_input import TurnInput
@@ -89,7 +90,8 @@ class ConfirmationRecord:
     tool: str
     arguments: dict[str, Any]
     prompt: str
-    answerers: JsonValue = None
+    answerers: Answerer | None = None
+    """Who may answer; None: no restriction. Stores keep it as its JSON (`answerers_to_json`)."""
     details: dict[str, Any] | None = None
     status: ConfirmationStatus = ConfirmationStatus.PENDING
     by: str | None = None

@@ -11,7 +11,14 @@ from typing import Any, Literal, Protocol
 
 from agent import _effects as effects
 from agent._agent_def import Agent
-from agent._errors import ResumeConflictError, TurnInterruptedError, TurnNotFoundError
+from agent._answerers import AnswererInput, UserAnswerer
+from agent._errors import (
+    AgentError,
+    ResumeConflictError,
+    ToolError,
+    TurnInterruptedError,
+    TurnNotFoundError,
+)
 from agent._events import ConfirmationResolved, TurnEvent
 from agent._hitl import (
     WORKSPACE_KEYS,
@@ -20,9 +27,9 @@ from agent._hitl import (
     Principal,
     ResumeRequest,
     answer_step_id,
+    answerers_of,
     answering_user,
     authorize,
-    check_answerers,
     check_workspace,
     issue_grant,
     pending_request,
@@ -31,6 +38,7 @@ from agent._hitl import (
     workspace_of,
 )
 from agent._messages import JsonData, JsonValue, Message
+from agent._requests import InputRequest
 from agent._sinks import EventHub, Observer, Unsubscribe
 from agent._turn_input import ConfirmationAnswer, InboundEvent, Trigger, TurnInput
 from agent._turn_result import TurnResult
@@ -141,7 +149,7 @@ class AgentSession:
         *,
         by: str,
         kind: str = "proactive",
-        answerers: Mapping[str, str] | None = None,
+        answerers: AnswererInput | None = None,
         workspace: Mapping[str, str] | None = None,
         turn_id: str | None = None,
     ) -> str:
@@ -149,21 +157,25 @@ class AgentSession:
 
         The seed is stored as a `trigger` message attributed to `by` (e.g. `cron:daily`), so
         the transcript records that no person wrote it. Nobody spoke, so nobody is the speaker
-        who may answer: what the turn asks is answered by `answerers` (`{"user": id}` or
-        `{"policy": p, "scope": s}`), and without them the turn cannot park. `workspace`
+        who may answer: what the turn asks is answered by `answerers` (an `Answerer`, or its
+        dict `{"user": id}` / `{"policy": p, "scope": s}`), and without them the turn cannot
+        park. `workspace`
         (`team`, `enterprise`) is where the turn posts and where answers must come from. A
         caller-chosen `turn_id` makes the trigger idempotent: a clock that fires a slot twice
         gets one turn. The host shows the turn as it shows any reply, from the durable log.
 
-        Raises `ToolError` for malformed answerers and `SessionSuspendedError` while the
+        Raises `AgentError` for malformed answerers and `SessionSuspendedError` while the
         session waits on an answer; nothing is queued then.
         """
-        check_answerers(answerers)
+        try:
+            chosen = answerers_of(answerers)
+        except ToolError as err:
+            raise AgentError(f"receive: {err}; turn not started") from None
         context = {k: str(v) for k, v in (workspace or {}).items() if k in WORKSPACE_KEYS and v}
         trigger = Trigger(
             kind=kind,
             by=by,
-            answerers=dict(answerers) if answerers is not None else None,
+            answerers=chosen,
             context=context,
         )
         return await self.start(TurnInput(text=seed, trigger=trigger), turn_id=turn_id)
@@ -220,7 +232,7 @@ class AgentSession:
 
     # human in the loop --------------------------------------------------------------------
 
-    async def pending(self) -> dict[str, Any] | None:
+    async def pending(self) -> InputRequest | None:
         """The request the session is parked on, or None."""
         record = await self._store.get_session(self.key)
         if record is None or record.status != SessionStatus.SUSPENDED or not record.pending:
@@ -264,14 +276,14 @@ class AgentSession:
         request = pending_request(session.pending)
         if session.pending.get("turn_id") != turn_id:
             raise ResumeConflictError("the session is parked on a different turn")
-        if request["id"] != input_id:
-            raise ResumeConflictError(f"the pending request is {request['id']!r}, not {input_id!r}")
-        if digest is not None and digest != request["digest"]:
+        if request.id != input_id:
+            raise ResumeConflictError(f"the pending request is {request.id!r}, not {input_id!r}")
+        if digest is not None and digest != request.digest:
             raise ResumeConflictError("the pending request is no longer the one answered")
         check_workspace(parked_workspace(session.pending), principal)
         by = answering_user(by, principal)
-        authorize(request.get("answerers"), by=by, granted=granted, digest=request["digest"])
-        validate_answer(value, request.get("schema"))
+        authorize(request.answerers, by=by, granted=granted, digest=request.digest)
+        validate_answer(value, request.json_schema)
         await self._store.resume_turn(
             self.key,
             turn_id,
@@ -325,7 +337,7 @@ class AgentSession:
             trigger=Trigger(
                 kind="confirmation",
                 by=by or "unknown",
-                answerers={"user": by} if by else None,
+                answerers=UserAnswerer(user=by) if by else None,
                 context=workspace,
             ),
             confirmation=ConfirmationAnswer(
@@ -464,18 +476,18 @@ async def grant_answer(
     if (
         record is None
         or pending is None
-        or pending["turn_id"] != request.turn_id
-        or pending["id"] != request.input_id
+        or pending.turn_id != request.turn_id
+        or pending.id != request.input_id
     ):
         raise ResumeConflictError("that request is not the one pending on this session")
     # The hook is never asked about someone from another workspace, nor about two people.
     check_workspace(parked_workspace(record.pending), request.principal)
     by = answering_user(request.by, request.principal)
     return await issue_grant(
-        pending.get("answerers"),
+        pending.answerers,
         by=by,
         principal=request.principal,
-        digest=pending["digest"],
+        digest=pending.digest,
         authorize_answer=authorize_answer or session.agent.authorize_answer,
     )
 

@@ -6,7 +6,8 @@ person had answered or the cancel had never been asked for.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+
+from agent._requests import InputRequest
 
 
 class TurnSignal(BaseException):
@@ -16,8 +17,8 @@ class TurnSignal(BaseException):
 class ParkTurn(TurnSignal):
     """A tool asked a person; the turn stops here and waits, holding nothing in memory."""
 
-    def __init__(self, request: dict[str, Any]) -> None:
-        super().__init__(request.get("id", ""))
+    def __init__(self, request: InputRequest) -> None:
+        super().__init__(request.id)
         self.request = request
 
 

@@ -9,18 +9,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent._answerers import AnswererInput
 from agent._consent import Consent, NeedsConfirmation
 from agent._effects import Effect, EffectCoordinator, EffectFn, ReconcileFn
 from agent._errors import ToolError
 from agent._facts import FactsView
 from agent._hitl import (
-    Answerers,
     answer_step_id,
-    check_answerers,
+    answerers_of,
     default_answerers,
     request_digest,
 )
 from agent._messages import JsonValue
+from agent._requests import InputRequest
 from agent._signals import CancellationSignal, ParkTurn
 from agent._turn_input import InboundEvent, Speaker, TurnInput
 from agent.seams import StoreHandle
@@ -105,7 +106,7 @@ class ToolContext:
         id: str,
         prompt: str,
         schema: Mapping[str, Any] | None = None,
-        answerers: Answerers | None = None,
+        answerers: AnswererInput | None = None,
     ) -> JsonValue:
         """Ask a person and wait, for days if need be.
 
@@ -113,6 +114,8 @@ class ToolContext:
         answer arrives the turn replays and this tool runs again from the top, so this call
         returns the answer; code before it runs twice, so put side effects after it. `id` keys the
         answer within this turn only: a later turn asking with the same id parks again.
+        `answerers` is a `UserAnswerer` / `PolicyAnswerer`, or the same as a dict
+        (`{"user": id}`, `{"policy": p, "scope": s}`); None asks the turn's default answerers.
         """
         if self.local:
             raise ToolError(
@@ -123,26 +126,25 @@ class ToolContext:
         if step in self.answers:
             return self.answers[step]
         chosen = (
-            answerers
+            answerers_of(answerers)
             if answerers is not None
             else default_answerers(
                 self.turn_input or (TurnInput.of(self.inbound) if self.inbound else None),
                 what="ask for input",
             )
         )
-        check_answerers(chosen)
         schema_json = dict(schema) if schema is not None else None
         raise ParkTurn(
-            {
-                "id": id,
-                "prompt": prompt,
-                "schema": schema_json,
-                "answerers": dict(chosen) if chosen is not None else None,
-                "turn_id": self.turn_id,
-                "call_id": self.call_id,
-                "tool": self.tool_name,
-                "digest": request_digest(self.turn_id, id, prompt, schema_json, chosen),
-            }
+            InputRequest(
+                id=id,
+                prompt=prompt,
+                schema=schema_json,
+                answerers=chosen,
+                turn_id=self.turn_id,
+                call_id=self.call_id,
+                tool=self.tool_name,
+                digest=request_digest(self.turn_id, id, prompt, schema_json, chosen),
+            )
         )
 
     def details(self) -> dict[str, str]:

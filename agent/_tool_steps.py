@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from agent._consent import Consent, NeedsConfirmation, details_json
@@ -18,10 +18,11 @@ from agent._effects import EffectCoordinator
 from agent._errors import FatalToolError, StoreUnavailableError, ToolError, UnknownToolError
 from agent._events import ActionCompleted, ActionRequested, ConfirmationRequested, TurnEvent
 from agent._facts import FactsView
-from agent._hitl import check_answerers, default_answerers
+from agent._hitl import default_answerers
 from agent._messages import AssistantMessage, JsonValue, Message, ToolCall, ToolMessage
 from agent._policy import TurnPolicy
 from agent._redaction import is_database_error
+from agent._requests import ConfirmationRequest
 from agent._signals import CancellationSignal
 from agent._tool_context import ToolContext
 from agent._tool_values import database_error_detail, describe_error, to_json_value
@@ -350,11 +351,10 @@ class ToolStepRunner:
         own; the answerers, the record and the event are the same for both modes, so every
         surface answers either kind through `AgentSession.confirm`."""
         turn = self.turn
+        answerers = tool.answerers  # normalised when the tool was declared
         try:
-            answerers: Mapping[str, Any] | None = tool.answerers
             if answerers is None:
                 answerers = default_answerers(turn.turn.input, what="ask for confirmation")
-            check_answerers(answerers)
         except ToolError as exc:
             await turn.commit(self._commit(anchor, call, None, self._describe(exc, call)))
             return
@@ -369,7 +369,7 @@ class ToolStepRunner:
             tool=tool.name,
             arguments=dict(call.input),
             prompt=prompt,
-            answerers=dict(answerers) if answerers is not None else None,
+            answerers=answerers,
             details=asked.details if asked is not None else None,
             created_at=turn.env.clock(),
         )
@@ -389,7 +389,7 @@ class ToolStepRunner:
         requested = ConfirmationRequested(
             session=turn.session,
             turn_id=turn.turn_id,
-            confirmation=confirmation_json(record),
+            confirmation=confirmation_request(record),
         )
         await turn.commit(
             self._commit(
@@ -404,18 +404,18 @@ class ToolStepRunner:
         )
 
 
-def confirmation_json(record: ConfirmationRecord) -> dict[str, Any]:
-    return {
-        "id": record.confirmation_id,
-        "turn_id": record.turn_id,
-        "call_id": record.call_id,
-        "tool": record.tool,
-        "arguments": record.arguments,
-        "prompt": record.prompt,
-        "answerers": record.answerers,
-        "details": record.details,
-        "status": record.status.value,
-    }
+def confirmation_request(record: ConfirmationRecord) -> ConfirmationRequest:
+    """What `confirmation.requested` announces of a proposal just recorded (so still pending)."""
+    return ConfirmationRequest(
+        id=record.confirmation_id,
+        turn_id=record.turn_id,
+        call_id=record.call_id,
+        tool=record.tool,
+        arguments=record.arguments,
+        prompt=record.prompt,
+        answerers=record.answerers,
+        details=record.details,
+    )
 
 
 def _check_may_ask(tool: Tool, asked: NeedsConfirmation) -> NeedsConfirmation:

@@ -16,6 +16,9 @@ from typing import TYPE_CHECKING, Any, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, create_model
 
+from agent._answerers import Answerer, AnswererInput
+from agent._errors import AssemblyError, ToolError
+from agent._hitl import answerers_of
 from agent._tool_values import (
     MAX_ERROR_CHARS,
     SHAPES_ONLY,
@@ -54,7 +57,7 @@ class Tool:
     context_param: str | None
     effect: Effect = "read"
     confirmation: Confirmation = "none"
-    answerers: dict[str, Any] | None = None
+    answerers: Answerer | None = None
     """Who may confirm the call (`confirmation="required"`) or what the tool asks about
     (`"capability"`); default: the attested speaker."""
     input_schema: dict[str, Any] = field(default_factory=dict)
@@ -128,9 +131,14 @@ def make_tool(
     description: str | None = None,
     effect: Effect = "read",
     confirmation: Confirmation = "none",
-    answerers: dict[str, Any] | None = None,
+    answerers: AnswererInput | None = None,
 ) -> Tool:
     tool_name = name or fn.__name__
+    try:
+        chosen = answerers_of(answerers)
+    except ToolError as err:
+        # Found when the tool is declared, not each time the model proposes a call of it.
+        raise AssemblyError(f"tool {tool_name!r}: {err}") from None
     model, ctx_param = _schema_model(fn, tool_name)
     doc = inspect.getdoc(fn) or ""
     return Tool(
@@ -142,7 +150,7 @@ def make_tool(
         context_param=ctx_param,
         effect=effect,
         confirmation=confirmation,
-        answerers=answerers,
+        answerers=chosen,
         input_schema=_clean_schema(model.model_json_schema()),
     )
 
@@ -158,7 +166,7 @@ def tool(
     description: str | None = None,
     effect: Effect = "read",
     confirmation: Confirmation = "none",
-    answerers: dict[str, Any] | None = None,
+    answerers: AnswererInput | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -170,9 +178,12 @@ def tool(
     description: str | None = None,
     effect: Effect = "read",
     confirmation: Confirmation = "none",
-    answerers: dict[str, Any] | None = None,
+    answerers: AnswererInput | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
-    """Declare a tool. `def` → local (exactly-once through the store), `async def` → remote."""
+    """Declare a tool. `def` → local (exactly-once through the store), `async def` → remote.
+
+    `answerers` (a `UserAnswerer` / `PolicyAnswerer`, or the same as a dict: `{"user": id}`,
+    `{"policy": p, "scope": s}`) is normalised here; a malformed one is an `AssemblyError`."""
 
     def wrap(f: Callable[..., Any]) -> Tool:
         return make_tool(

@@ -10,6 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent._answerers import Answerer
+
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -37,9 +39,10 @@ class Trigger(_Frozen):
 
     kind: str
     by: str
-    answerers: dict[str, Any] | None = None
+    answerers: Answerer | None = None
     """Who may answer what the turn asks. Nobody spoke, so there is no speaker to default to:
-    a proactive turn that parks without answerers (here or in the call) is refused."""
+    a proactive turn that parks without answerers (here or in the call) is refused. Given as
+    a typed answerer or its dict (`{"user": id}`); stored as that dict."""
     context: dict[str, Any] = Field(default_factory=dict)
     """The workspace the turn posts into (`team`, `enterprise`), which answers must come from."""
 

@@ -12,7 +12,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from agent._errors import AbnormalStopError, ModelError
 from agent._events import (
@@ -39,6 +39,7 @@ from agent._messages import (
     UserMessage,
 )
 from agent._policy import TurnPolicy
+from agent._requests import InputRequest
 from agent._signals import CancellationSignal, CancelTurn, ParkTurn
 from agent._tool_steps import ToolStepRunner, TurnFailure
 from agent._tool_values import describe_error
@@ -299,14 +300,14 @@ class TurnRunner:
         event = TurnCancelled(session=self.session, turn_id=self.turn_id, reason=reason)
         return await self._end(result, event, messages=messages)
 
-    async def _park(self, request: dict[str, Any]) -> TurnResult:
+    async def _park(self, request: InputRequest) -> TurnResult:
         """One suspended checkpoint: the request, the call, the opening, the policy and the
         inbound event (its raw payload left out); nothing stays in memory."""
         inbound = self.turn.input.inbound
         checkpoint = {
             "turn_id": self.turn_id,
-            "request": request,
-            "call_id": request["call_id"],
+            "request": request.to_json(),
+            "call_id": request.call_id,
             "opening_text": self.turn.input.text,
             "policy": self.policy.to_json(),
             "inbound": inbound.model_dump(mode="json") if inbound else None,
@@ -316,7 +317,7 @@ class TurnRunner:
         await self.commit(
             StepCommit(
                 turn_id=self.turn_id,
-                step_id=f"park:{self.turn_id}:{request['id']}",
+                step_id=f"park:{self.turn_id}:{request.id}",
                 step_value=checkpoint,
                 events=[
                     InputRequested(session=self.session, turn_id=self.turn_id, request=request)

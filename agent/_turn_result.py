@@ -7,6 +7,7 @@ from typing import Any
 
 from agent._messages import Usage
 from agent._records import TurnRecord, TurnStatus
+from agent._requests import InputRequest
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -16,7 +17,8 @@ class TurnResult:
     text: str = ""
     error: str | None = None
     reason: str | None = None
-    request: dict[str, Any] | None = None
+    request: InputRequest | None = None
+    """What a suspended turn waits for (what `resume` answers)."""
     usage: Usage = field(default_factory=Usage)
     replayed: bool = False
 
@@ -26,7 +28,7 @@ class TurnResult:
             "text": self.text,
             "error": self.error,
             "reason": self.reason,
-            "request": self.request,
+            "request": self.request.to_json() if self.request is not None else None,
             "usage": self.usage.model_dump(),
         }
 
@@ -39,7 +41,11 @@ class TurnResult:
             text=data.get("text") or "",
             error=data.get("error"),
             reason=data.get("reason") or record.cancel_reason,
-            request=data.get("request"),
+            request=_request(data.get("request")),
             usage=Usage.model_validate(data.get("usage") or {}),
             replayed=replayed,
         )
+
+
+def _request(stored: Any) -> InputRequest | None:
+    return InputRequest.model_validate(stored) if isinstance(stored, dict) else None

@@ -7,12 +7,15 @@ use a `Dispatcher` (who runs which turn, now) and an `EventRelay` (live events f
 Besides the Protocols, this module is where an implementation finds everything it handles: the
 records crossing the store seam (frozen dataclasses, so a store needs nothing of the engine's
 workings), the messages and events it stores with their JSON codecs (serialised at the storage
-boundary only), the errors a store raises, and the redactor for drivers' error texts. `storage/`
-imports nothing else of `agent` (`tests/unit/test_import_direction.py`).
+boundary only), the answerers a confirmation row holds with theirs, the errors a store raises,
+and the redactor for drivers' error texts. `parked_request` reads the typed request out of a
+session's raw `pending` checkpoint, for code that holds a `SessionRecord`. `storage/` imports
+nothing else of `agent` (`tests/unit/test_import_direction.py`).
 """
 
 from __future__ import annotations
 
+from agent._answerers import Answerer, answerers_from_json, answerers_to_json
 from agent._errors import (
     FatalToolError,
     LeaseLostError,
@@ -74,11 +77,13 @@ from agent._records import (
     TurnStatus,
 )
 from agent._redaction import Redactor
+from agent._requests import parked_request
 from agent._store_seam import SessionStore, StoreHandle
 from agent._turn_input import TurnInput
 
 __all__ = [
     "UNFINISHED",
+    "Answerer",
     "ArchivedGeneration",
     "ConfirmationRecord",
     "ConfirmationStatus",
@@ -126,8 +131,11 @@ __all__ = [
     "TurnRecord",
     "TurnStatus",
     "Usage",
+    "answerers_from_json",
+    "answerers_to_json",
     "event_from_json",
     "event_to_json",
     "message_from_json",
     "message_to_json",
+    "parked_request",
 ]

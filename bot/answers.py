@@ -35,7 +35,7 @@ from agent import (
     grant_answer,
     grant_confirmation,
 )
-from agent.seams import ConfirmationStatus, SessionStatus, StoreHandle
+from agent.seams import ConfirmationStatus, StoreHandle
 from bot.approvals import (
     NO_LONGER_PENDING,
     ApprovalRef,
@@ -257,7 +257,7 @@ class AnswerHandler:
         the buttons off a request that still waits, or the thread is stuck until a reset."""
         ref = click.ref
         post = await self.delivery.get_post(ref.post_key)
-        if not _shown_in(post, click) or not await self._gone(ref):
+        if not _shown_in(post, click) or not await self._gone(session, ref):
             await self._ephemeral(click, MISMATCH)
             return
         answered = (post.body.get("answered") if post else None) or await self._answer_of(
@@ -275,19 +275,13 @@ class AnswerHandler:
         else:
             await self._show(click, NO_LONGER_PENDING, body, post)
 
-    async def _gone(self, ref: ApprovalRef) -> bool:
+    async def _gone(self, session: AgentSession, ref: ApprovalRef) -> bool:
         """Is the request this button was made for no longer waiting for anyone?"""
-        store = self.runtime.store
         if ref.kind == "confirm":
-            record = await store.get_confirmation(ref.session, ref.ident)
+            record = await self.runtime.store.get_confirmation(ref.session, ref.ident)
             return record is None or record.status != ConfirmationStatus.PENDING
-        session = await store.get_session(ref.session)
-        if session is None or session.status != SessionStatus.SUSPENDED:
-            return True
-        pending = session.pending if isinstance(session.pending, dict) else {}
-        request = pending.get("request")
-        waiting = request.get("id") if isinstance(request, dict) else None
-        return pending.get("turn_id") != ref.turn_id or waiting != ref.ident
+        waiting = await session.pending()
+        return waiting is None or waiting.turn_id != ref.turn_id or waiting.id != ref.ident
 
     async def _answer_of(
         self, session: AgentSession, ref: ApprovalRef

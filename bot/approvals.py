@@ -9,9 +9,8 @@ can at most point at a request, never answer as someone else.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, assert_never
 
 from slack_sdk.models.blocks import (
     ActionsBlock,
@@ -22,6 +21,8 @@ from slack_sdk.models.blocks import (
     MarkdownBlock,
     MarkdownTextObject,
 )
+
+from agent import Answerer, ConfirmationRequest, PolicyAnswerer, UserAnswerer
 
 APPROVE = "agent_approve"
 DENY = "agent_deny"
@@ -59,21 +60,30 @@ class ApprovalRef:
         return f"{self.session}|{self.turn_id}|{self.kind}|{self.ident}"
 
 
-def who_may_answer(answerers: Any) -> str:
-    if isinstance(answerers, dict) and answerers.get("user"):
-        return f"Only <@{answerers['user']}> can answer."
-    if isinstance(answerers, dict) and answerers.get("policy"):
-        scope = f" ({answerers['scope']})" if answerers.get("scope") else ""
-        return f"Answerable by: {answerers['policy']}{scope}."
-    return "Anyone in this conversation can answer."
+ANYONE = "Anyone in this conversation can answer."
 
 
-def confirmation_prompt(confirmation: Mapping[str, Any]) -> str:
+def who_may_answer(answerers: Answerer | None) -> str:
+    match answerers:
+        case None:
+            return ANYONE
+        case UserAnswerer(user=user):
+            return f"Only <@{user}> can answer."
+        case PolicyAnswerer(policy=policy, scope=scope):
+            if not policy:  # an empty policy name has always read as unrestricted here
+                return ANYONE
+            shown = f" ({scope})" if scope else ""
+            return f"Answerable by: {policy}{shown}."
+        case _:
+            assert_never(answerers)
+
+
+def confirmation_prompt(confirmation: ConfirmationRequest) -> str:
     """A proposed write's prompt; for a `confirmation="capability"` tool followed by the details
     it showed, as JSON. The approval covers exactly those details (the tool writes only if it
     finds them unchanged), so they belong on the message the person clicks."""
-    prompt = str(confirmation.get("prompt") or "")
-    details = confirmation.get("details")
+    prompt = confirmation.prompt
+    details = confirmation.details
     if details is None:
         return prompt
     shown = json.dumps(details, indent=2, sort_keys=True, ensure_ascii=False)
@@ -86,7 +96,9 @@ def prompt_blocks(prompt: str) -> list[Block]:
     return [MarkdownBlock(text=f"🙋 {prompt}"[:MAX_MARKDOWN])]
 
 
-def approval_blocks(ref: ApprovalRef, prompt: str, answerers: Any) -> list[dict[str, Any]]:
+def approval_blocks(
+    ref: ApprovalRef, prompt: str, answerers: Answerer | None
+) -> list[dict[str, Any]]:
     value = ref.encode()
     approve = ButtonElement(
         text="Approve",

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from agent import Agent, ReceiptStatus, TurnStatus, resolve_receipt
-from agent.seams import TurnKind
+from agent.seams import TurnKind, parked_request
 from storage import SqlStore
 
 
@@ -76,8 +76,8 @@ async def check_command(url: str, agent: Agent) -> int:
             detail = ""
             if turn.status == TurnStatus.SUSPENDED:
                 session = await store.get_session(turn.session)
-                pending: dict[str, Any] = (session.pending or {}) if session else {}
-                tool = (pending.get("request") or {}).get("tool")
+                request = parked_request(session.pending) if session else None
+                tool = request.tool if request is not None else None
                 if tool and agent.tool_named(tool) is None:
                     detail = f"; parked in tool {tool!r}, which the agent no longer has"
             print(

@@ -12,6 +12,7 @@ import contextlib
 import time
 from collections.abc import Callable
 
+from agent import Answerer
 from bot.approvals import ApprovalRef, answered_message, approval_blocks
 from bot.rendering.parts import Target
 from bot.rendering.thread import SlackThread
@@ -35,7 +36,7 @@ class ApprovalPosts:
         self.slack = slack
         self.clock = clock
 
-    async def post(self, ref: ApprovalRef, prompt: str, answerers: object) -> None:
+    async def post(self, ref: ApprovalRef, prompt: str, answerers: Answerer | None) -> None:
         existing = await self.delivery.get_post(ref.post_key)
         if existing is not None and (existing.ts or existing.state != "posting"):
             return  # posted, or settled by whoever answered it: never a second request

@@ -197,22 +197,18 @@ class SessionRenderer:
             case "input.requested":
                 view = await self.replies.view_for(event.turn_id)
                 request = event.request
-                if view.part is not None and request.get("call_id"):
-                    title = _title(str(request.get("tool", "")))
-                    view.part.task(
-                        str(request["call_id"]), title, "pending", "waiting for approval"
-                    )
+                if view.part is not None and request.call_id:
+                    title = _title(request.tool)
+                    view.part.task(request.call_id, title, "pending", "waiting for approval")
                 await self.replies.close(view, None)
                 ref = ApprovalRef(
                     kind="input",
                     session=self.key,
                     turn_id=event.turn_id,
-                    ident=str(request["id"]),
-                    digest=request.get("digest"),
+                    ident=request.id,
+                    digest=request.digest,
                 )
-                await self.approvals.post(
-                    ref, str(request.get("prompt", "")), request.get("answerers")
-                )
+                await self.approvals.post(ref, request.prompt, request.answerers)
             case "confirmation.requested":
                 view = await self.replies.view_for(event.turn_id)
                 await self.replies.close(view, None)
@@ -221,10 +217,10 @@ class SessionRenderer:
                     kind="confirm",
                     session=self.key,
                     turn_id=event.turn_id,
-                    ident=str(confirmation["id"]),
+                    ident=confirmation.id,
                 )
                 await self.approvals.post(
-                    ref, confirmation_prompt(confirmation), confirmation.get("answerers")
+                    ref, confirmation_prompt(confirmation), confirmation.answerers
                 )
             case "confirmation.resolved":
                 pass

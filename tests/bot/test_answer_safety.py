@@ -52,7 +52,7 @@ async def test_the_same_user_id_from_another_workspace_cannot_approve(db_url, la
     assert all("can't answer" in e["text"] for e in standin.ephemerals)
     assert has_buttons(message)
     session = app.session(session_key("T0DEMO", CHANNEL, ts))
-    assert (await session.pending())["id"] == "approve-refund"
+    assert (await session.pending()).id == "approve-refund"
 
     await click(app, approve, message, ts)  # the requester, from her own workspace
     await eventually(lambda: any("Refund done." in m.text for m in replies(standin, CHANNEL)))
@@ -121,7 +121,7 @@ async def test_a_button_that_does_not_match_the_pending_request_strands_nothing(
     assert message.edited == edits
     assert has_buttons(message)
     session = app.session(session_key("T0DEMO", CHANNEL, ts))
-    assert (await session.pending())["id"] == "approve-refund"
+    assert (await session.pending()).id == "approve-refund"
 
     await click(app, approve, message, ts)  # the real request still answers
     await eventually(lambda: any("Refund done." in m.text for m in replies(standin, CHANNEL)))

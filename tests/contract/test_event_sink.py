@@ -29,10 +29,12 @@ from agent import (
     ActionCompleted,
     ActionRequested,
     Agent,
+    ConfirmationRequest,
     ConfirmationRequested,
     ConfirmationResolved,
     EventHub,
     EventSink,
+    InputRequest,
     InputRequested,
     MessageCompleted,
     MessageDelta,
@@ -101,6 +103,18 @@ def probe(request: pytest.FixtureRequest) -> Probe:
     return SINKS[request.param]()
 
 
+def _request(turn_id: str) -> InputRequest:
+    return InputRequest(
+        id="q1", prompt="Sure?", turn_id=turn_id, call_id="c1", tool="lookup", digest="d1"
+    )
+
+
+def _confirmation(turn_id: str) -> ConfirmationRequest:
+    return ConfirmationRequest(
+        id="k1", turn_id=turn_id, call_id="c1", tool="lookup", arguments={}, prompt="Sure?"
+    )
+
+
 def one_of_each(session: str, turn_id: str, first_seq: int) -> list[TurnEvent]:
     """Every event type, durable ones numbered from `first_seq`, deltas with 0."""
     call = ToolCall(id="c1", name="lookup", input={"q": "x"})
@@ -115,8 +129,8 @@ def one_of_each(session: str, turn_id: str, first_seq: int) -> list[TurnEvent]:
         ActionRequested(**where, seq=next(n), call=call),
         ActionCompleted(**where, seq=next(n), call_id="c1", name="lookup", result={"n": 1}),
         ActionCompleted(**where, seq=next(n), call_id="c2", name="lookup", error="KeyError: x"),
-        InputRequested(**where, seq=next(n), request={"id": "q1", "prompt": "Sure?"}),
-        ConfirmationRequested(**where, seq=next(n), confirmation={"id": "k1"}),
+        InputRequested(**where, seq=next(n), request=_request(turn_id)),
+        ConfirmationRequested(**where, seq=next(n), confirmation=_confirmation(turn_id)),
         ConfirmationResolved(**where, seq=next(n), confirmation_id="k1", accepted=True, by="U1"),
         TurnFailed(**where, seq=next(n), error="ModelError: down"),
         TurnCancelled(**where, seq=next(n), reason="replaced"),

@@ -12,9 +12,11 @@ from dataclasses import replace
 import pytest
 
 from agent import (
+    ConfirmationRequest,
     ConfirmationRequested,
     ConfirmationResolved,
     LeaseLostError,
+    PolicyAnswerer,
     ReceiptStatus,
     ResumeConflictError,
     SessionStore,
@@ -23,9 +25,12 @@ from agent import (
     TurnEvent,
     TurnInput,
     TurnStatus,
+    UserAnswerer,
 )
+from agent._session import confirmation_digest
 from agent._turn_input import ConfirmationAnswer
 from agent.seams import (
+    Answerer,
     ConfirmationRecord,
     ConfirmationStatus,
     FactRecord,
@@ -35,6 +40,7 @@ from agent.seams import (
     StepCommit,
     StoreHandle,
     TurnRecord,
+    answerers_to_json,
 )
 
 S = "slack:T1:C1:300.0"
@@ -61,7 +67,7 @@ PROPOSAL = ConfirmationRecord(
     tool="refund",
     arguments={"order": "A-1", "amount": 12.5},
     prompt='Allow refund with {"amount": 12.5, "order": "A-1"}?',
-    answerers={"user": "U1"},
+    answerers=UserAnswerer(user="U1"),
     created_at=NOW,
 )
 
@@ -69,7 +75,19 @@ PROPOSAL = ConfirmationRecord(
 async def _proposed(store: SessionStore) -> Lease:
     """t1 proposed a write and finished, as `tool_steps._propose` and the turn's end commit."""
     lease = await _leased(store)
-    requested = ConfirmationRequested(session=S, turn_id="t1", confirmation={"id": "t1:c1"})
+    requested = ConfirmationRequested(
+        session=S,
+        turn_id="t1",
+        confirmation=ConfirmationRequest(
+            id="t1:c1",
+            turn_id="t1",
+            call_id="c1",
+            tool="refund",
+            arguments=PROPOSAL.arguments,
+            prompt=PROPOSAL.prompt,
+            answerers=PROPOSAL.answerers,
+        ),
+    )
     await store.commit(
         lease,
         StepCommit(
@@ -153,6 +171,34 @@ async def test_a_committed_confirmation_reads_back_as_proposed(store: SessionSto
     assert await store.list_confirmations(S) == [PROPOSAL]
     assert await store.list_confirmations(S, ConfirmationStatus.PENDING) == [PROPOSAL]
     assert await store.list_confirmations(S, ConfirmationStatus.ACCEPTED) == []
+
+
+@pytest.mark.parametrize(
+    "answerers",
+    [
+        None,
+        UserAnswerer(user="Ü1"),
+        PolicyAnswerer(policy="ops", scope="refunds"),
+        PolicyAnswerer(policy="ops"),
+        PolicyAnswerer(policy="ops", scope=None),
+    ],
+    ids=["none", "user", "policy", "policy-no-scope", "policy-null-scope"],
+)
+async def test_a_proposal_reads_back_with_its_answerers_and_its_digest(
+    store: SessionStore, answerers: Answerer | None
+) -> None:
+    """Answerers come back typed and dump the JSON they were stored as: a scope never given
+    stays absent (the digest a grant binds to hashes that JSON)."""
+    lease = await _leased(store)
+    proposal = replace(PROPOSAL, answerers=answerers)
+    await store.commit(
+        lease, StepCommit(turn_id="t1", step_id="tool:0:c1", confirmations=[proposal]), TTL, NOW
+    )
+    read = await store.get_confirmation(S, "t1:c1")
+    assert read == proposal
+    assert read is not None
+    assert answerers_to_json(read.answerers) == answerers_to_json(answerers)
+    assert confirmation_digest(read) == confirmation_digest(proposal)
 
 
 async def test_resolving_answers_queues_the_follow_up_and_logs_events_at_once(

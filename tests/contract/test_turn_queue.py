@@ -14,6 +14,7 @@ import pytest
 
 from agent import (
     ActionCompleted,
+    InputRequest,
     InputRequested,
     LeaseLostError,
     ResumeConflictError,
@@ -60,7 +61,16 @@ async def _start(store: SessionStore, lease: Lease, turn_id: str, idx: int) -> N
 
 async def _park(store: SessionStore, lease: Lease, turn_id: str) -> dict[str, Any]:
     """Park `turn_id`; the pending record's keys are deliberately not in sorted order."""
-    request = {"id": "approve", "prompt": "Ship it?"}
+    request = {
+        "id": "approve",
+        "prompt": "Ship it?",
+        "schema": None,
+        "answerers": None,
+        "turn_id": turn_id,
+        "call_id": "c1",
+        "tool": "ship",
+        "digest": "d1",
+    }
     pending = {"turn_id": turn_id, "request": request, "call_id": "c1", "answers": [2, 1]}
     await store.commit(
         lease,
@@ -68,7 +78,11 @@ async def _park(store: SessionStore, lease: Lease, turn_id: str) -> dict[str, An
             turn_id=turn_id,
             step_id=f"park:{turn_id}:approve",
             step_value=pending,
-            events=[InputRequested(session=S, turn_id=turn_id, request=request)],
+            events=[
+                InputRequested(
+                    session=S, turn_id=turn_id, request=InputRequest.model_validate(request)
+                )
+            ],
             turn_status=TurnStatus.SUSPENDED,
             session_status=SessionStatus.SUSPENDED,
             set_pending=True,

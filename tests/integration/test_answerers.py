@@ -11,6 +11,7 @@ from agent import (
     Agent,
     AssemblyError,
     InboundEvent,
+    PolicyAnswerer,
     ResumeAuthorizationError,
     ResumeRequest,
     Runtime,
@@ -22,6 +23,7 @@ from agent import (
     Trigger,
     TurnInput,
     TurnStatus,
+    UserAnswerer,
     grant_answer,
     grant_confirmation,
 )
@@ -85,7 +87,7 @@ async def test_a_proactive_turn_asks_the_answerers_it_names(store: SessionStore)
         tid = await session.start(_cron({"user": "U9"}), turn_id="cron:2")
         parked = await session.result(tid)
         assert parked.status == TurnStatus.SUSPENDED
-        assert parked.request["answerers"] == {"user": "U9"}
+        assert parked.request.answerers == UserAnswerer(user="U9")
         with pytest.raises(ResumeAuthorizationError):
             await session.resume(tid, "approve-refund", True, by="U1", principal={"team": "T1"})
         with pytest.raises(ResumeAuthorizationError, match="another team"):
@@ -110,7 +112,7 @@ async def test_receive_hands_its_answerers_to_the_turn(store: SessionStore) -> N
         parked = await session.result(tid)
     assert parked.status == TurnStatus.SUSPENDED
     assert parked.request is not None
-    assert parked.request["answerers"] == {"policy": "approvers", "scope": "refunds"}
+    assert parked.request.answerers == PolicyAnswerer(policy="approvers", scope="refunds")
     [turn] = await store.list_turns("p1")
     assert turn.input.trigger is not None
     assert turn.input.trigger.context == {"team": "T1"}
@@ -122,7 +124,7 @@ async def test_a_turn_started_by_host_code_parks_without_restriction(store: Sess
         session = rt.session(agent, "host-1")
         parked = await session.result(await session.start("refund order 42", turn_id="h1"))
         assert parked.status == TurnStatus.SUSPENDED
-        assert parked.request["answerers"] is None
+        assert parked.request.answerers is None
 
 
 def test_a_schedule_with_malformed_answerers_does_not_assemble() -> None:
@@ -228,5 +230,7 @@ async def test_a_confirmation_from_another_workspace_runs_nothing(store: Session
         assert (await session.result(follow_up)).status == TurnStatus.COMPLETED
         [turn] = [t for t in await store.list_turns("s1") if t.turn_id == follow_up]
         assert turn.input.trigger is not None
-        assert turn.input.trigger.answerers == {"user": "U1"}, "the confirmer answers what follows"
+        assert turn.input.trigger.answerers == UserAnswerer(user="U1"), (
+            "the confirmer answers what follows"
+        )
         assert turn.input.trigger.context == {"team": "T1"}

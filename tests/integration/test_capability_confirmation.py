@@ -16,6 +16,7 @@ from agent import (
     ConfirmationStatus,
     Grant,
     NeedsConfirmation,
+    PolicyAnswerer,
     ReceiptStatus,
     ResumeAuthorizationError,
     Runtime,
@@ -27,6 +28,7 @@ from agent import (
     ToolMessage,
     TriggerMessage,
     TurnStatus,
+    UserAnswerer,
     UserMessage,
     grant_confirmation,
     tool,
@@ -122,14 +124,14 @@ async def test_the_capability_records_its_own_interaction(store: SessionStore) -
     assert pending.arguments == {"order": "o1"}
     assert pending.prompt == "Charge order o1 $42?"
     assert pending.details == {"order": "o1", "amount": 42}
-    assert pending.answerers == {"user": "U1"}
+    assert pending.answerers == UserAnswerer(user="U1")
     [read] = _tool_results(await store.load_transcript(S))
     assert not read.is_error
     assert read.result["status"] == "confirmation_pending"
     assert read.result["confirmation_id"] == "T1:c"
     [requested] = [e for e in await store.read_events(S) if e.type == "confirmation.requested"]
-    assert requested.confirmation["prompt"] == "Charge order o1 $42?"
-    assert requested.confirmation["details"] == {"order": "o1", "amount": 42}
+    assert requested.confirmation.prompt == "Charge order o1 $42?"
+    assert requested.confirmation.details == {"order": "o1", "amount": 42}
 
 
 async def test_an_approval_runs_the_tool_again_and_lets_it_write_once(store: SessionStore) -> None:
@@ -190,7 +192,7 @@ async def test_details_that_changed_since_the_approval_are_asked_for_again(
         assert new.turn_id == follow_up
         assert new.details == {"order": "o1", "amount": 50}
         assert new.prompt == "Charge order o1 $50?"
-        assert new.answerers == {"user": "U1"}, "the person who confirmed is asked again"
+        assert new.answerers == UserAnswerer(user="U1"), "the person who confirmed is asked again"
 
         # approving what is now shown writes it
         again = await session.result(await session.confirm(new.confirmation_id, True, by="U1"))
@@ -315,7 +317,7 @@ async def test_a_grant_binds_to_the_details_shown(store: SessionStore) -> None:
         authorize_answer=authorize_answer,
     )
     pending = await _propose(store, agent)
-    assert pending.answerers == answerers
+    assert pending.answerers == PolicyAnswerer(policy="billing", scope="charges")
     other = replace(pending, details={"order": "o1", "amount": 4200})
     assert confirmation_digest(other) != confirmation_digest(pending), "the digest covers details"
     async with _rt(store, agent) as rt:

@@ -20,6 +20,7 @@ from agent import (
     ToolMessage,
     TriggerMessage,
     TurnStatus,
+    UserAnswerer,
     grant_confirmation,
     tool,
 )
@@ -89,7 +90,7 @@ async def test_required_confirmation_end_to_end(store: SessionStore) -> None:
         [pending] = await store.list_confirmations("s1")
         assert pending.status == ConfirmationStatus.PENDING
         assert pending.arguments == {"order_id": "42", "amount": 30}
-        assert pending.answerers == {"user": "U1"}
+        assert pending.answerers == UserAnswerer(user="U1")
         assert "confirmation.requested" in [e.type for e in await store.read_events("s1")]
 
         # an unrelated safe turn runs while the confirmation is pending

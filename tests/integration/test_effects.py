@@ -406,7 +406,7 @@ async def test_a_park_inside_an_effect_parks_the_turn(store: SessionStore) -> No
         [result] = await approve_pending(session)
     assert result.status == TurnStatus.SUSPENDED
     assert result.request is not None
-    assert result.request["id"] == "approve"
+    assert result.request.id == "approve"
     receipt = await store.get_receipt("s1", "pay:charge:o1")
     assert receipt is not None
     assert receipt.status == ReceiptStatus.UNCERTAIN, "the call may have written before parking"

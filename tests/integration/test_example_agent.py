@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from agent import (
     Agent,
     ConfirmationStatus,
+    PolicyAnswerer,
     ReceiptStatus,
     ResumeAuthorizationError,
     ResumeConflictError,
@@ -29,6 +30,7 @@ from agent import (
     ToolCall,
     ToolMessage,
     TurnStatus,
+    UserAnswerer,
     grant_confirmation,
     load_agent,
 )
@@ -171,7 +173,7 @@ async def test_requester_approves_and_the_refund_is_paid_once(
         async with _rt(store, _model(), agent) as rt:
             session, confirmation_id, order_id = await _propose(rt, agent, store)
             [pending] = await store.list_confirmations(SESSION)
-            assert pending.answerers == {"user": "U1"}, "the requester answers by default"
+            assert pending.answerers == UserAnswerer(user="U1"), "the requester answers by default"
             assert await _refunds(sql_url) == [], "proposing must not refund"
 
             with pytest.raises(ResumeAuthorizationError):
@@ -301,7 +303,7 @@ async def test_listed_approvers_replace_the_requester(
         async with _rt(store, _model(), agent) as rt:
             session, confirmation_id, _ = await _propose(rt, agent, store)
             [pending] = await store.list_confirmations(SESSION)
-            assert pending.answerers == POLICY
+            assert pending.answerers == PolicyAnswerer(**POLICY)
 
             for outsider in ("U1", "U9"):
                 grant = await grant_confirmation(

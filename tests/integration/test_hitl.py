@@ -170,7 +170,7 @@ async def test_grant_never_answers_a_user_request(store: SessionStore) -> None:
     agent = refund_agent({"user": "U1"})
     rt, session, parked = await _parked(store, agent)
     try:
-        grant = Grant(policy="operator", scope=None, by="U2", digest=parked.request["digest"])
+        grant = Grant(policy="operator", scope=None, by="U2", digest=parked.request.digest)
         with pytest.raises(ResumeAuthorizationError):
             await session.resume("T1", "approve-refund", True, by="U2", granted=grant)
     finally:
@@ -232,7 +232,7 @@ async def test_one_park_at_a_time_and_redelivery_of_the_parked_turn(store: Sessi
         assert await session.start(slack_event("refund order 42"), turn_id="T1") == "T1"
         await asyncio.sleep(0.1)
         assert await _snapshot(store, "s1") == before
-        assert (await session.pending())["id"] == "approve-refund"
+        assert (await session.pending()).id == "approve-refund"
     finally:
         await rt.close()
 
@@ -248,8 +248,8 @@ async def test_a_turn_that_parks_hands_back_the_turn_id_to_resume_with(
         result = parked.value.result
         assert result.status == TurnStatus.SUSPENDED
         assert result.request is not None
-        assert result.turn_id == result.request["turn_id"] == (await session.pending())["turn_id"]
-        await session.resume(result.turn_id, result.request["id"], True, by="U1")
+        assert result.turn_id == result.request.turn_id == (await session.pending()).turn_id
+        await session.resume(result.turn_id, result.request.id, True, by="U1")
         done = await session.result(result.turn_id)
     assert (done.status, done.text) == (TurnStatus.COMPLETED, "Refund done.")
 
@@ -264,7 +264,7 @@ async def test_answers_are_turn_scoped(store: SessionStore) -> None:
         again = await session.result(tid)
         assert again.status == TurnStatus.SUSPENDED, "an old approval never carries over"
         assert again.request is not None
-        assert again.request["turn_id"] == "T2"
+        assert again.request.turn_id == "T2"
     finally:
         await rt.close()
 

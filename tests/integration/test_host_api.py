@@ -33,6 +33,7 @@ from agent import (
     TurnInput,
     TurnNotFoundError,
     TurnStatus,
+    UserAnswerer,
     grant_answer,
     grant_confirmation,
     tool,
@@ -252,7 +253,7 @@ async def _still_parked(session: AgentSession) -> None:
     """A refused answer changed nothing: the same request waits, no answer was stored."""
     pending = await session.pending()
     assert pending is not None
-    assert pending["id"] == "approve"
+    assert pending.id == "approve"
     assert "input:t1:approve" not in await session.steps("t1")
 
 
@@ -329,7 +330,7 @@ async def test_a_confirmation_checks_the_principal_and_records_its_user(
         [*_, acting] = await session.turns()
         assert acting.input.trigger is not None
         assert acting.input.trigger.by == "U5"
-        assert acting.input.trigger.answerers == {"user": "U5"}, "U5 answers what follows"
+        assert acting.input.trigger.answerers == UserAnswerer(user="U5"), "U5 answers what follows"
 
 
 def _policy_turn(text: str) -> TurnInput:

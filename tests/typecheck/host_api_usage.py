@@ -8,28 +8,39 @@ test_host_api_types.py` checks the same signatures for `Any` at run time.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, assert_never
 
 from agent import (
     Agent,
     AgentSession,
+    Answerer,
     AnswerRequest,
     ConfirmationRecord,
+    ConfirmationRequest,
+    ConfirmationRequested,
     ConfirmationStatus,
+    InputRequest,
+    InputRequested,
     JsonData,
+    PolicyAnswerer,
     Principal,
     ReceiptRecord,
     ReceiptStatus,
     ResumeRequest,
     Runtime,
+    Schedule,
     ScriptedModel,
     ScriptedReply,
     SessionStore,
+    ToolContext,
+    TurnEvent,
     TurnRecord,
+    UserAnswerer,
     grant_answer,
     grant_confirmation,
     load_agent,
     resolve_receipt,
+    tool,
 )
 
 
@@ -83,3 +94,59 @@ async def inspect_session(session: AgentSession, store: SessionStore) -> None:
         await session.resolve_receipt(receipt.key, status="uncertain")  # type: ignore[arg-type]
     await session.resolve_receipt("k", status=ReceiptStatus.COMPLETED, value={"id": [1, 2]})
     await resolve_receipt(store, session.key, "k", status="completed", value=steps)
+
+
+def who_answers(answerers: Answerer | None) -> str:
+    """A host matches on the answerer kinds; mypy proves the match complete."""
+    match answerers:
+        case None:
+            return "anyone"
+        case UserAnswerer(user=user):
+            return user
+        case PolicyAnswerer(policy=policy, scope=scope):
+            return f"{policy}/{scope}"
+        case _:
+            assert_never(answerers)
+
+
+async def answer_what_is_pending(session: AgentSession) -> None:
+    """`pending()` is a typed request: fields, not keys."""
+    request: InputRequest | None = await session.pending()
+    if request is None:
+        return
+    schema: dict[str, Any] | None = request.json_schema
+    by = request.answerers.user if isinstance(request.answerers, UserAnswerer) else None
+    await session.resume(request.turn_id, request.id, schema is not None, by=by)
+    await session.resume(request.turn_id, request.id, True, digest=request.digest)
+    input_id: str = request["id"]  # type: ignore[index]
+    user: str = request.answerers.user  # type: ignore[union-attr]
+    await session.resume(request.turn_id, input_id, True, by=user)
+
+
+def show(event: TurnEvent) -> str | None:
+    """The events that ask a person carry typed requests."""
+    if isinstance(event, InputRequested):
+        return event.request.prompt + who_answers(event.request.answerers)
+    if isinstance(event, ConfirmationRequested):
+        shown: ConfirmationRequest = event.confirmation
+        return shown.prompt + who_answers(shown.answerers)
+    return None
+
+
+def declare_answerers() -> list[Schedule]:
+    """Answerers are declared typed or as the dict hosts always wrote; both are held typed."""
+
+    @tool(effect="write", confirmation="required", answerers={"policy": "ops", "scope": "pay"})
+    async def pay(order: str, ctx: ToolContext) -> str:
+        """Pay an order."""
+        return order
+
+    typed: Answerer | None = pay.answerers
+    return [
+        Schedule(name="a", cron="0 9 * * *", seed="s", channel="C1", answerers={"user": "U1"}),
+        Schedule(
+            name="b", cron="0 9 * * *", seed="s", channel="C1", answerers=UserAnswerer(user="U1")
+        ),
+        Schedule(name="c", cron="0 9 * * *", seed="s", channel="C1", answerers="U1"),  # type: ignore[arg-type]
+        Schedule(name="d", cron="0 9 * * *", seed="s", channel="C1", answerers=typed),
+    ]

@@ -30,9 +30,6 @@ HOST_API: tuple[object, ...] = (
 )
 
 ALLOWED = {
-    "AgentSession.pending -> return": (
-        "the parked request is still a dict; making it a typed model is its own issue"
-    ),
     "resolve_receipt(value)": (
         "agent/_effects.py belongs to another change in flight; `AgentSession.resolve_receipt` "
         "is the typed way in"
