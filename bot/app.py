@@ -33,7 +33,9 @@ if TYPE_CHECKING:
     from storage.redis.events import RedisEventRelay
 
 from agent import Agent, Model, Runtime, SessionStore
+from bot.agent_entry import AgentEntry
 from bot.answers import AnswerHandler
+from bot.feedback import FeedbackHandler
 from bot.heap import freeze_startup_heap
 from bot.listeners import ACKS_IN_FLIGHT, Listeners
 from bot.payload_shape import problem as payload_problem
@@ -43,6 +45,7 @@ from bot.request_checks import headers_well_formed, parse_payload, utf8
 from bot.resets import Resets
 from bot.settings import Settings
 from bot.slack_calls import make_client, make_render_client
+from bot.stops import Stops
 from storage import SqlStore
 from storage.delivery.store import DeliveryStore
 
@@ -101,6 +104,11 @@ class SlackBot:
             renderers=self.renderers,
             answers=self.answers,
             resets=Resets(runtime=runtime, agent=agent, delivery=delivery, client=client),
+            entry=AgentEntry(
+                agent=agent, delivery=delivery, renderers=self.renderers, client=client
+            ),
+            stops=Stops(runtime=runtime, agent=agent, delivery=delivery, renderers=self.renderers),
+            feedback=FeedbackHandler(delivery=delivery),
             replace_in_flight=settings.replace_in_flight,
             reset_command=settings.reset_command,
             max_inbound_chars=settings.max_inbound_chars,

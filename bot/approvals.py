@@ -132,11 +132,25 @@ def verdict_text(accepted: bool, by: str | None) -> str:
 
 
 NO_LONGER_PENDING = ":hourglass: This request is no longer pending."
+EXPIRED = ":hourglass: This request expired before anyone answered it."
+
+
+def stopped_verdict(by: str | None) -> str:
+    who = f" by <@{by}>" if by else ""
+    return f":octagonal_sign: Stopped{who}: this request is no longer pending."
 
 
 def answered_message(body: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
-    """Text and blocks of an approval message once answered (`body["answered"]` says how)."""
+    """Text and blocks of an approval message once settled: answered (`body["answered"]` says
+    how), or ended without an answer (`body["settled"]`: expired, stopped)."""
     prompt = str(body.get("prompt") or "Approval request")
-    answered = body.get("answered") or {}
-    verdict = verdict_text(bool(answered.get("accepted")), answered.get("by"))
+    settled = body.get("settled")
+    if isinstance(settled, str):
+        verdict = settled
+    else:
+        answered = body.get("answered") or {}
+        verdict = verdict_text(bool(answered.get("accepted")), answered.get("by"))
+        reason = answered.get("reason")
+        if reason and not answered.get("accepted"):
+            verdict += f": {reason}"
     return f"{prompt}\n{verdict}", answered_blocks(prompt, verdict)

@@ -69,6 +69,16 @@ class ApprovalPosts:
         for post in await self.delivery.posts(self.key, kind="approval", states=("answered",)):
             await self.show_answered(post)
 
+    async def settle(self, turn_id: str, verdict: str) -> None:
+        """The turn's requests ended without an answer (stopped, expired): each says so and
+        loses its buttons. One already answered keeps its answer."""
+        for post in await self.delivery.posts(self.key, turn_id=turn_id, kind="approval"):
+            if post.body.get("answered") or post.body.get("settled"):
+                continue
+            await self.show_answered(
+                Post(**{**post.__dict__, "body": {**post.body, "settled": verdict}})
+            )
+
     async def show_answered(self, post: Post) -> None:
         """The message says who answered and loses its buttons."""
         if post.ts is not None:
@@ -82,5 +92,5 @@ class ApprovalPosts:
                     ),
                 )
         await self.delivery.update_post(
-            PostUpdate(post_key=post.post_key, state="closed"), time.time()
+            PostUpdate(post_key=post.post_key, state="closed", body=post.body), time.time()
         )

@@ -263,6 +263,15 @@ class Workspace:
         return "\n".join(lines)
 
 
+def is_request(message: Message) -> bool:
+    """The bot's own kind of message with blocks that are not an answer's feedback buttons: an
+    approval request (with its buttons, or once settled, without them)."""
+    blocks = message.blocks or []
+    return bool(blocks) and not any(
+        isinstance(b, dict) and b.get("type") == "context_actions" for b in blocks
+    )
+
+
 def _blocks_text(blocks: list[Any] | None) -> str:
     parts: list[str] = []
     for block in blocks or []:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import text
@@ -70,6 +71,18 @@ async def wait_for_gate(name: str) -> dict[str, Any]:
     return {"opened": name}
 
 
+@tool
+async def long_task(name: str, ctx: ToolContext) -> dict[str, Any]:
+    """Works until the test opens the gate, or the turn is asked to stop (a remote tool that
+    watches its cancellation, as a long one should)."""
+    gate = asyncio.ensure_future(GATE.setdefault(name, asyncio.Event()).wait())
+    stop = asyncio.ensure_future(ctx.cancellation.wait())
+    done, pending = await asyncio.wait({gate, stop}, return_when=asyncio.FIRST_COMPLETED)
+    for task in pending:
+        task.cancel()
+    return {"stopped": stop in done}
+
+
 HOLDS: list[dict[str, Any]] = []
 """Every hold the provider placed: a confirmed write must land here exactly once."""
 EFFECTS_FILE = "BOT_TEST_EFFECTS_FILE"
@@ -124,7 +137,15 @@ async def ship_order(order_id: str, ctx: ToolContext) -> Any:
 AGENT = Agent(
     name="test-ops",
     instructions="Help with orders.",
-    tools=[lookup_order, issue_refund, escalate, wait_for_gate, place_hold, ship_order],
+    tools=[
+        lookup_order,
+        issue_refund,
+        escalate,
+        wait_for_gate,
+        long_task,
+        place_hold,
+        ship_order,
+    ],
     authorize_answer=managers_only,
 )
 
@@ -157,6 +178,14 @@ GATED = [
     ScriptedReply(text=["Second part ", "after the long call."]),
 ]
 
+LONG = [
+    ScriptedReply(
+        text=["First part ", "of the answer."],
+        tool_calls=[ToolCall(id="c_long", name="long_task", input={"name": "long"})],
+    ),
+    ScriptedReply(text=["Second part ", "after the long call."]),
+]
+"""A turn in a long tool call that stops early when the turn is cancelled."""
 
 LOOKUP = [
     ScriptedReply(
@@ -282,3 +311,22 @@ def chaos_model() -> ScriptedModel:
         return REFUND[step]
 
     return ScriptedModel(responder=respond)
+
+
+@dataclass(frozen=True)
+class Prompt:
+    title: str
+    message: str
+
+
+PROMPTS = (
+    Prompt("Look up an order", "What is in order 42?"),
+    Prompt("Refund", "Refund order 42, it arrived broken"),
+    Prompt("Hold", "Put order 42 on hold"),
+    Prompt("Ship", "Ship order 42"),
+    Prompt("Anything else", "What can you do?"),
+)
+PROMPTED = Agent(name="test-ops", instructions="Help with orders.", tools=AGENT.tools)
+# TODO(engine i16): `Agent(suggested_prompts=...)` once the engine has it; until then the
+# bot reads the attribute defensively, and this agent carries it the only way it can.
+object.__setattr__(PROMPTED, "suggested_prompts", PROMPTS)

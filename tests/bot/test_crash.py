@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from bot.testing import SlackDriver
+from bot.testing.workspace import is_request
 from tests.bot.agents import AGENT, GATE, GATED, model
 from tests.bot.harness import SECRET, approval, buttons, eventually, idle, replies
 from tests.bot.processes import served, spawn, wait_line
@@ -49,7 +50,7 @@ async def test_an_approval_posted_just_before_a_crash_is_not_posted_again(db_url
     async with served(serving, db_url, standin.api_url, "REFUND") as (proc, port):
         await eventually(lambda: standin.calls_to("conversations.replies"), within=30)
         await asyncio.sleep(1.0)
-        assert len([m for m in standin.bot_messages(CHANNEL) if m.blocks]) == 1
+        assert len([m for m in standin.bot_messages(CHANNEL) if is_request(m)]) == 1
         message = approval(standin, CHANNEL)
         assert message is not None
         approve = next(b for b in message.blocks if b["type"] == "actions")["elements"][0]
@@ -64,7 +65,7 @@ async def test_an_approval_posted_just_before_a_crash_is_not_posted_again(db_url
         await eventually(
             lambda: any("Refund done." in m.text for m in replies(standin, CHANNEL)), within=30
         )
-    assert len([m for m in standin.bot_messages(CHANNEL) if m.blocks]) == 1
+    assert len([m for m in standin.bot_messages(CHANNEL) if is_request(m)]) == 1
 
 
 async def test_an_approval_answered_while_its_worker_is_dead_is_not_posted_again(db_url, standin):
@@ -95,7 +96,7 @@ async def test_an_approval_answered_while_its_worker_is_dead_is_not_posted_again
             )
             await eventually(lambda: idle(standin, CHANNEL))
             await asyncio.sleep(1.0)  # a second request, if there were one, would land by now
-    requests = [m for m in standin.bot_messages(CHANNEL) if m.blocks]
+    requests = [m for m in standin.bot_messages(CHANNEL) if is_request(m)]
     assert [m.ts for m in requests] == [message.ts]
     assert "Approved by <@U0ALICE>" in message.text
 
