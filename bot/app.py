@@ -17,7 +17,7 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from slack_bolt.adapter.starlette.async_handler import to_starlette_response
 from slack_bolt.async_app import AsyncApp, AsyncBoltRequest
@@ -35,8 +35,10 @@ if TYPE_CHECKING:
 from agent import Agent, Model, Runtime, SessionStore
 from bot.agent_entry import AgentEntry
 from bot.answers import AnswerHandler
+from bot.deny_reason import ModalSeal
 from bot.feedback import FeedbackHandler
 from bot.heap import freeze_startup_heap
+from bot.home import HomeTab, Inbox
 from bot.listeners import ACKS_IN_FLIGHT, Listeners
 from bot.payload_shape import problem as payload_problem
 from bot.rendering import RenderSettings
@@ -79,6 +81,11 @@ class SlackBot:
         self.owner = owner or f"bot-{uuid.uuid4().hex[:10]}"
         signing = settings.slack_signing_secret
         self.verifier = SignatureVerifier(signing.get_secret_value() if signing else "")
+        # TODO(engine i16): `runtime` itself once the engine has answerable / recent_turns.
+        inbox = cast(Inbox, runtime) if hasattr(runtime, "answerable") else None
+        self.home = (
+            HomeTab(inbox=inbox, delivery=delivery, client=client) if inbox is not None else None
+        )
         self.renderers = RendererPool(
             runtime=runtime,
             delivery=delivery,
@@ -93,9 +100,17 @@ class SlackBot:
             clock=clock,
             sweep_interval=sweep_interval,
             enabled=runtime.run_turns,
+            home=self.home,
         )
         self.answers = AnswerHandler(
-            runtime=runtime, agent=agent, delivery=delivery, client=client, kick=self.renderers.kick
+            runtime=runtime,
+            agent=agent,
+            delivery=delivery,
+            client=client,
+            kick=self.renderers.kick,
+            inbox=inbox,
+            home=self.home,
+            seal=_modal_seal(settings),
         )
         self.listeners = Listeners(
             runtime=runtime,
@@ -109,6 +124,7 @@ class SlackBot:
             ),
             stops=Stops(runtime=runtime, agent=agent, delivery=delivery, renderers=self.renderers),
             feedback=FeedbackHandler(delivery=delivery),
+            home=self.home,
             replace_in_flight=settings.replace_in_flight,
             reset_command=settings.reset_command,
             max_inbound_chars=settings.max_inbound_chars,
@@ -169,6 +185,8 @@ class SlackBot:
             with contextlib.suppress(Exception):
                 await self._serving
         await self.answers.close()
+        if self.home is not None:
+            await self.home.close()
         await self.renderers.close()
         await self.runtime.close()
         await self.delivery.close()
@@ -240,6 +258,15 @@ class SlackBot:
             return self
 
         return serving_app(opened)
+
+
+def _modal_seal(settings: Settings) -> ModalSeal | None:
+    """The Deny modal's metadata is signed with the app's signing secret (HTTP), or, in Socket
+    Mode where there may be none, its bot token: a key only this app holds either way."""
+    for secret in (settings.slack_signing_secret, settings.slack_bot_token):
+        if secret is not None and secret.get_secret_value():
+            return ModalSeal(secret.get_secret_value())
+    return None
 
 
 def _refused() -> Response:

@@ -22,12 +22,14 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.async_context import AsyncBoltContext
 
-from agent import Agent, Runtime, SessionSuspendedError
+from agent import Agent, Principal, Runtime, SessionSuspendedError
 from bot.agent_entry import AgentEntry
 from bot.answers import AnswerHandler
 from bot.approvals import APPROVE, DENY
+from bot.deny_reason import DENY_REASON
 from bot.feedback import FEEDBACK, FeedbackHandler
-from bot.inbound import SlackMessage, person_message
+from bot.home import HomeTab
+from bot.inbound import SlackMessage, is_slack_id, person_message
 from bot.rendering.pool import RendererPool
 from bot.resets import RESET_SHORTCUT, Resets
 from bot.stops import Stops
@@ -79,6 +81,7 @@ class Listeners:
         stops: Stops,
         feedback: FeedbackHandler,
         reset_command: str,
+        home: HomeTab | None = None,
         max_inbound_chars: int,
         acks_in_flight: int | None = ACKS_IN_FLIGHT,
     ) -> None:
@@ -92,6 +95,7 @@ class Listeners:
         self.entry = entry
         self.stops = stops
         self.feedback = feedback
+        self.home = home
         self.reset_command = reset_command
         self.max_inbound_chars = max_inbound_chars
         self._in_flight = (
@@ -112,6 +116,7 @@ class Listeners:
             app.action(action_id)(self.on_click)
         app.action(FEEDBACK)(self.on_feedback)
         app.action(re.compile(".*"))(self.ack)
+        app.view(DENY_REASON)(self.on_deny_reason)
         resets = self.resets
         app.command(self.reset_command)(ack=resets.ack_command, lazy=[resets.on_command])
         app.message_shortcut(RESET_SHORTCUT)(ack=resets.ack_shortcut, lazy=[resets.on_shortcut])
@@ -217,6 +222,10 @@ class Listeners:
         """Answered before the ack (see `AnswerHandler.handle`)."""
         await self.answers.handle(body, ack)
 
+    async def on_deny_reason(self, ack: Ack, body: dict[str, Any]) -> None:
+        """The Deny modal submitted: answered before the ack, as a click is."""
+        await self.answers.submit(body, ack)
+
     async def on_feedback(self, ack: Ack, body: dict[str, Any]) -> None:
         """Stored before the ack (see `FeedbackHandler.handle`)."""
         await self.feedback.handle(body, ack)
@@ -235,3 +244,15 @@ class Listeners:
             return
         if event.get("tab") == "messages":
             await self.entry.on_messages_tab(event["user"], str(event.get("channel") or ""))
+        elif event.get("tab") == "home" and self.home is not None:
+            team = body.get("team_id")
+            enterprise = body.get("enterprise_id") or None
+            view = event.get("view")
+            shown = view.get("hash") if isinstance(view, dict) else None
+            if is_slack_id(team) and is_slack_id(event["user"]):
+                principal: Principal = {
+                    "team": team,
+                    "enterprise": enterprise if is_slack_id(enterprise) else None,
+                    "user": event["user"],
+                }
+                await self.home.opened(principal, hash=shown if isinstance(shown, str) else None)

@@ -11,13 +11,31 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING, assert_never
 
-from agent import Answerer
+from agent import Answerer, PolicyAnswerer, UserAnswerer
 from bot.approvals import ApprovalRef, answered_message, approval_blocks
 from bot.rendering.parts import Target
 from bot.rendering.thread import SlackThread
 from bot.slack_calls import Refused, Uncertain
 from storage.delivery.store import DeliveryStore, Post, PostUpdate
+
+if TYPE_CHECKING:
+    from bot.home import HomeTab
+
+
+def audience(answerers: Answerer | None, speaker: str | None) -> list[str] | None:
+    """Whose Home inbox lists a request: its user answerer (the speaker by default); None for a
+    policy, which only `authorize_answer` decides (everyone's with a Home tab is refreshed)."""
+    match answerers:
+        case None:
+            return [speaker] if speaker else None
+        case UserAnswerer(user=user):
+            return [user]
+        case PolicyAnswerer():
+            return None
+        case _:
+            assert_never(answerers)
 
 
 class ApprovalPosts:
@@ -29,12 +47,15 @@ class ApprovalPosts:
         delivery: DeliveryStore,
         slack: SlackThread,
         clock: Callable[[], float],
+        home: HomeTab | None = None,
     ) -> None:
+        """`home`: the Home tabs to refresh when a request appears or goes."""
         self.key = key
         self.target = target
         self.delivery = delivery
         self.slack = slack
         self.clock = clock
+        self.home = home
 
     async def post(self, ref: ApprovalRef, prompt: str, answerers: Answerer | None) -> None:
         existing = await self.delivery.get_post(ref.post_key)
@@ -56,11 +77,16 @@ class ApprovalPosts:
             kind="approval",
             channel=self.target.channel,
             thread_ts=self.target.thread_ts,
-            body={"prompt": prompt, "blocks": blocks},
+            body={
+                "prompt": prompt,
+                "blocks": blocks,
+                "audience": audience(answerers, self.target.user_id),
+            },
             opened_at=self.clock(),
         )
         await self.delivery.begin_post(post, time.time())
         await self.slack.send_post(post)
+        self._refresh_home(post)
 
     async def show_answered_ones(self) -> None:
         """Approvals answered while the click's process died before showing it. Recovery finds
@@ -94,3 +120,9 @@ class ApprovalPosts:
         await self.delivery.update_post(
             PostUpdate(post_key=post.post_key, state="closed", body=post.body), time.time()
         )
+        self._refresh_home(post)
+
+    def _refresh_home(self, post: Post) -> None:
+        if self.home is not None:
+            listed = post.body.get("audience")
+            self.home.refresh(self.target.team, set(listed) if isinstance(listed, list) else None)

@@ -16,7 +16,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from typing import assert_never
+from typing import TYPE_CHECKING, assert_never
 
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -33,6 +33,9 @@ from bot.rendering.status import WORKING, ThreadStatus, session_title
 from bot.rendering.thread import SlackThread
 from bot.stops import STOPPED
 from storage.delivery.store import DeliveryStore, Post
+
+if TYPE_CHECKING:
+    from bot.home import HomeTab
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +69,7 @@ class SessionRenderer:
         cursor: int = 0,
         clock: Callable[[], float] = time.time,
         leased_at: float | None = None,
+        home: HomeTab | None = None,
     ) -> None:
         """`leased_at`: when (`time.monotonic()`, taken before the write) the caller acquired
         the session's delivery lease for this renderer; from then on every Slack call is made
@@ -94,7 +98,7 @@ class SessionRenderer:
             clock=clock,
         )
         self.approvals = ApprovalPosts(
-            key=key, target=target, delivery=delivery, slack=self.slack, clock=clock
+            key=key, target=target, delivery=delivery, slack=self.slack, clock=clock, home=home
         )
 
     # main loop ------------------------------------------------------------------------------

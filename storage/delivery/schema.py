@@ -82,4 +82,15 @@ slack_feedback = Table(
     Index("ix_slack_feedback_clicked_at", "clicked_at"),
 )
 
-DELIVERY_TABLES = (delivery_targets, delivery_posts, slack_feedback)
+slack_home_viewers = Table(
+    "slack_home_viewers",
+    delivery_metadata,
+    # Who has a Home tab (the approval inbox) to keep fresh, with the org their principal names
+    # (migration 0006): republished when a request they may answer appears or goes.
+    Column("team", Text, primary_key=True),
+    Column("user_id", Text, primary_key=True),
+    Column("enterprise", Text, nullable=True),
+    Column("opened_at", Double, nullable=False),
+)
+
+DELIVERY_TABLES = (delivery_targets, delivery_posts, slack_feedback, slack_home_viewers)

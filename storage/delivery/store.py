@@ -41,6 +41,7 @@ from storage.delivery.schema import (
     delivery_posts,
     delivery_targets,
     slack_feedback,
+    slack_home_viewers,
 )
 from storage.sql.dialects import dialect_for
 from storage.sql.executor import TransactionExecutor
@@ -193,6 +194,11 @@ class _Statements:
             index_elements=[f.session_key, f.turn_id, f.team, f.user_id],
             set_={"value": feedback.excluded.value, "clicked_at": feedback.excluded.clicked_at},
             where=feedback.excluded.clicked_at >= f.clicked_at,
+        )
+        viewer = insert(slack_home_viewers)
+        self.note_home_viewer = viewer.on_conflict_do_update(
+            index_elements=[slack_home_viewers.c.team, slack_home_viewers.c.user_id],
+            set_={"enterprise": viewer.excluded.enterprise, "opened_at": viewer.excluded.opened_at},
         )
 
 
@@ -427,6 +433,29 @@ class DeliveryStore:
             query = query.where(f.clicked_at >= since)
         rows = await self._x.read(lambda conn: conn.execute(query).all())
         return [Feedback(**dict(row._mapping)) for row in rows]
+
+    # Home tabs ---------------------------------------------------------------------------
+
+    async def note_home_viewer(
+        self, team: str, user_id: str, enterprise: str | None, now: float
+    ) -> None:
+        """This person opened the Home tab: keep their inbox fresh from now on."""
+        statement = self._s.note_home_viewer
+        values = {"team": team, "user_id": user_id, "enterprise": enterprise, "opened_at": now}
+        await self._x.write(lambda c: c.execute(statement, values))
+
+    async def home_viewers(
+        self, team: str, users: Iterable[str] | None = None, *, limit: int = 200
+    ) -> list[tuple[str, str | None]]:
+        """(user, enterprise) of the people of `team` with a Home tab (only `users`, if given),
+        the most recent visitors first."""
+        v = slack_home_viewers.c
+        query = select(v.user_id, v.enterprise).where(v.team == team)
+        if users is not None:
+            query = query.where(v.user_id.in_(list(users)))
+        query = query.order_by(v.opened_at.desc()).limit(limit)
+        rows = await self._x.read(lambda conn: conn.execute(query).all())
+        return [(str(row[0]), row[1]) for row in rows]
 
 
 def _apply(conn: Connection, statement: Any, change: PostUpdate, now: float) -> None:
