@@ -235,6 +235,9 @@ class Workspace:
     def calls_to(self, method: str) -> list[Call]:
         return [c for c in self.calls if c.method == method]
 
+    def render_view(self, view: View, names: dict[str, str] | None = None) -> str:
+        return render_view(view, names)
+
     def stream_expired(self, message: Message) -> bool:
         if not message.streaming:
             return True
@@ -261,6 +264,27 @@ class Workspace:
             if buttons:
                 lines.append("           │   " + "  ".join(f"[{b}]" for b in buttons))
         return "\n".join(lines)
+
+
+def render_view(view: View, names: dict[str, str] | None = None) -> str:
+    """A Home tab or modal as a person reads it: its texts, and its buttons in brackets."""
+    names = names or {}
+    lines = [f"  ┌ {view.type} of {names.get(view.user, view.user)}"]
+    for block in view.body.get("blocks", []):
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "divider":
+            lines.append("  │ ───")
+            continue
+        text = _blocks_text([block])
+        for name, shown in names.items():
+            text = text.replace(f"<@{name}>", f"@{shown}")
+        if text:
+            lines.append("  │ " + text.replace("\n", "\n  │ "))
+        buttons = _buttons([block])
+        if buttons:
+            lines.append("  │   " + "  ".join(f"[{b}]" for b in buttons))
+    return "\n".join(lines)
 
 
 def is_request(message: Message) -> bool:
@@ -293,4 +317,8 @@ def _buttons(blocks: list[Any] | None) -> list[str]:
             for element in block.get("elements", []):
                 if element.get("type") == "button":
                     found.append(str(element.get("text", {}).get("text", "")))
+        if isinstance(block, dict) and block.get("type") == "context_actions":
+            for element in block.get("elements", []):
+                for side in ("positive_button", "negative_button"):
+                    found.append(str(element.get(side, {}).get("text", {}).get("text", "")))
     return found
