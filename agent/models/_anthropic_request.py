@@ -162,8 +162,13 @@ def _content_block(block: ContentBlock) -> Block | None:
 
 
 def _tool_result(message: ToolMessage) -> Block:
+    """The engine's note (a person's reason, an expiry) follows the result as a text block of
+    its own, so the result the tool returned stays exactly what it returned."""
     result = message.result
-    content = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+    text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+    content: str | list[Block] = text
+    if message.note:
+        content = [{"type": "text", "text": part} for part in (text, message.note) if part]
     block: Block = {"type": "tool_result", "tool_use_id": message.call_id, "content": content}
     if message.is_error:
         block["is_error"] = True

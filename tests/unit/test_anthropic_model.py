@@ -268,6 +268,32 @@ async def test_tool_error_is_sent_with_is_error(
     assert json.loads(second["content"]) == {"error": "KeyError: 'Paris'"}
 
 
+async def test_the_engines_note_follows_the_tool_result_as_a_text_block_of_its_own(
+    api: AnthropicStandin, model: AnthropicModel
+) -> None:
+    api.enqueue(sse_reply(Text("Understood.")))
+    user, assistant, ok, _ = tool_exchange()
+    noted = ToolMessage(
+        turn_id=T,
+        call_id="tu_b",
+        name="weather",
+        result={"refunded": False},
+        note="The answer to 'approve' came with a reason from U1: wrong amount",
+    )
+
+    await collect(model, ask(user, assistant, ok, noted))
+
+    first, second = api.bodies[0]["messages"][2]["content"]
+    assert first["content"] == '{"found": [1, 2]}', "a result without a note is sent as before"
+    assert second["content"] == [
+        {"type": "text", "text": '{"refunded": false}'},
+        {
+            "type": "text",
+            "text": "The answer to 'approve' came with a reason from U1: wrong amount",
+        },
+    ]
+
+
 async def test_user_text_after_tool_results_joins_their_message(
     api: AnthropicStandin, model: AnthropicModel
 ) -> None:
