@@ -222,7 +222,7 @@ class SessionRenderer:
                 await self.approvals.post(
                     ref, confirmation_prompt(confirmation), confirmation.answerers
                 )
-            case "confirmation.resolved":
+            case "confirmation.resolved" | "input.resolved":
                 pass
             case "turn.completed":
                 view = await self.replies.view_for(event.turn_id)
