@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import typing
 
-from agent._agent_def import Agent, Schedule
+from agent._agent_def import Agent, Schedule, SuggestedPrompt
 from agent._answerers import Answerer, PolicyAnswerer, UserAnswerer
 from agent._consent import NeedsConfirmation
 from agent._effects import Effect, EffectAuthority, resolve_receipt
@@ -25,6 +25,7 @@ from agent._errors import (
     FatalToolError,
     LeaseLostError,
     ModelError,
+    RequestExpiredError,
     ResumeAuthorizationError,
     ResumeConflictError,
     ResumeError,
@@ -46,6 +47,7 @@ from agent._events import (
     ConfirmationRequested,
     ConfirmationResolved,
     InputRequested,
+    InputResolved,
     MessageCompleted,
     MessageDelta,
     TurnCancelled,
@@ -55,6 +57,7 @@ from agent._events import (
     TurnStarted,
 )
 from agent._hitl import AnswerRequest, Grant, Principal, ResumeRequest
+from agent._inbox import PendingApproval, RecentTurn
 from agent._loader import load_agent
 from agent._messages import (
     AssistantMessage,
@@ -125,6 +128,7 @@ __all__ = [
     "InboundEvent",
     "InputRequest",
     "InputRequested",
+    "InputResolved",
     "JsonData",
     "LeaseLostError",
     "Message",
@@ -134,12 +138,15 @@ __all__ = [
     "ModelError",
     "ModelSettings",
     "NeedsConfirmation",
+    "PendingApproval",
     "PolicyAnswerer",
     "Principal",
     "ReceiptRecord",
     "ReceiptStatus",
+    "RecentTurn",
     "RecordingSink",
     "Redactor",
+    "RequestExpiredError",
     "ResetResult",
     "ResumeAuthorizationError",
     "ResumeConflictError",
@@ -157,6 +164,7 @@ __all__ = [
     "StepConflictError",
     "StoreError",
     "StoreUnavailableError",
+    "SuggestedPrompt",
     "SurfacePolicy",
     "SurfaceSettings",
     "TextBlock",

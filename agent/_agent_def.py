@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from agent._answerers import Answerer, AnswererInput
+from agent._approvals import check_expiry
 from agent._errors import AssemblyError, ToolError
 from agent._hitl import AuthorizeAnswer, answerers_of
 from agent._policy import SurfacePolicy, SurfaceSettings, TurnPolicy, build_policy, check_surfaces
@@ -55,6 +56,19 @@ class Schedule:
         object.__setattr__(self, "answerers", chosen)
 
 
+MAX_SUGGESTED_PROMPTS = 4
+"""Slack shows at most four (`assistant.threads.setSuggestedPrompts`: "up to four")."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SuggestedPrompt:
+    """A prompt a surface offers before anyone has typed (Slack's suggested prompts): the
+    `title` shown, and the `message` sent as the person's when they pick it."""
+
+    title: str
+    message: str
+
+
 @dataclass(frozen=True, kw_only=True)
 class Agent:
     name: str
@@ -66,6 +80,11 @@ class Agent:
     surfaces: Mapping[str, SurfacePolicy | SurfaceSettings] = field(default_factory=dict)
     authorize_answer: AuthorizeAnswer | None = None
     schedules: Sequence[Schedule] = ()
+    approval_expires_after: float | None = None
+    """Seconds a request put to a person (a park, a proposed write) waits for an answer before
+    it expires, where the tool or the call names no limit; None: forever."""
+    suggested_prompts: Sequence[SuggestedPrompt] = ()
+    """At most `MAX_SUGGESTED_PROMPTS` (`prompts.md` in an agent directory)."""
 
     def __post_init__(self) -> None:
         seen: set[str] = set()
@@ -89,11 +108,29 @@ class Agent:
                     "writes through ctx.run_effect, which only an async tool can: declare it "
                     "`async def`, or use confirmation='required'"
                 )
+        try:
+            check_expiry(self.approval_expires_after, what=f"agent {self.name!r}")
+        except ValueError as err:
+            raise AssemblyError(str(err)) from None
+        if len(self.suggested_prompts) > MAX_SUGGESTED_PROMPTS:
+            raise AssemblyError(
+                f"agent {self.name!r}: {len(self.suggested_prompts)} suggested prompts; Slack "
+                f"shows at most {MAX_SUGGESTED_PROMPTS}"
+            )
         surfaces = {k: SurfacePolicy.of(v) for k, v in self.surfaces.items()}
         check_surfaces(self.name, surfaces, self.overlays, [t.name for t in self.tools])
         object.__setattr__(self, "tools", tuple(self.tools))
         object.__setattr__(self, "surfaces", surfaces)
         object.__setattr__(self, "schedules", tuple(self.schedules))
+        object.__setattr__(self, "suggested_prompts", tuple(self.suggested_prompts))
+
+    def expiry_for(self, tool: Tool | None) -> float | None:
+        """How long what `tool` asks waits for an answer: its own limit, else the agent's;
+        None: forever (`math.inf` on the tool overrides the agent's default)."""
+        chosen = tool.expires_after if tool is not None else None
+        return check_expiry(
+            chosen if chosen is not None else self.approval_expires_after, what=self.name
+        )
 
     def tool_named(self, name: str) -> Tool | None:
         for t in self.tools:

@@ -23,6 +23,7 @@
     │   └── EffectNotAppliedError     raised by effect code that can prove nothing was written
     └── ToolError                a tool failed; the model reads it
         ├── UnknownToolError     the model called a tool this turn does not offer
+        ├── RequestExpiredError  `ctx.request_input`: nobody answered before the request expired
         └── FatalToolError       a mistake the model cannot fix: fails the turn
 
 Control-flow signals (parking a turn, cancelling it) are not errors and do not derive from
@@ -152,6 +153,19 @@ class ToolError(AgentError):
 
 class FatalToolError(ToolError):
     """A failure the model cannot fix (deployment mistake, broken invariant): fails the turn."""
+
+
+class RequestExpiredError(ToolError):
+    """Raised by `ctx.request_input` when the turn resumed because the request expired: nobody
+    answered in time. A tool may catch it (and, say, cancel what it prepared); if it does not,
+    the call's error result, which says the request expired, is what the model reads."""
+
+    def __init__(self, message: str, *, input_id: str = "", note: str | None = None) -> None:
+        super().__init__(message)
+        self.input_id = input_id
+        self.note = note
+        """The note the engine adds for the model if the tool catches this (if it does not,
+        the error result says the same, so the note is left out)."""
 
 
 class UnknownToolError(ToolError):

@@ -8,9 +8,9 @@ deltas keep 0 (they are never stored).
 from __future__ import annotations
 
 import json
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from agent._messages import JsonValue, ToolCall, Usage
 from agent._requests import ConfirmationRequest, InputRequest
@@ -67,16 +67,46 @@ class InputRequested(_Event):
     request: InputRequest
 
 
+def _unless_none(value: object) -> bool:
+    return value is None
+
+
+class InputResolved(_Event):
+    """A park ended: a person answered it, it expired (its timer fired), or the turn was
+    stopped. Logged in the transaction that ends the park, so a renderer can take the
+    request's buttons away whatever process ended it. `by` is who answered or stopped it (None
+    for an expiry, or host code answering without naming anyone); `reason` what they said."""
+
+    type: Literal["input.resolved"] = "input.resolved"
+    input_id: str
+    outcome: Literal["answered", "expired", "cancelled"]
+    by: str | None = None
+    reason: str | None = Field(default=None, exclude_if=_unless_none)
+
+
 class ConfirmationRequested(_Event):
     type: Literal["confirmation.requested"] = "confirmation.requested"
     confirmation: ConfirmationRequest
 
 
 class ConfirmationResolved(_Event):
+    """A proposed write was answered (`accepted` or `denied`) or nobody answered in time
+    (`expired`, with `accepted` False and no `by`). Rows written before `outcome` existed read
+    it from `accepted`."""
+
     type: Literal["confirmation.resolved"] = "confirmation.resolved"
     confirmation_id: str
     accepted: bool
     by: str | None = None
+    outcome: Literal["accepted", "denied", "expired"]
+    reason: str | None = Field(default=None, exclude_if=_unless_none)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _outcome_from_accepted(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("outcome") is None:
+            return {**data, "outcome": "accepted" if data.get("accepted") else "denied"}
+        return data
 
 
 class TurnCompleted(_Event):
@@ -93,6 +123,9 @@ class TurnFailed(_Event):
 class TurnCancelled(_Event):
     type: Literal["turn.cancelled"] = "turn.cancelled"
     reason: str
+    by: str | None = Field(default=None, exclude_if=_unless_none)
+    """Who stopped the turn (`AgentSession.stop(by=...)`), so a surface can say so; None when
+    nobody was named (a replace, a reset, host code)."""
 
 
 TurnEvent = Annotated[
@@ -102,6 +135,7 @@ TurnEvent = Annotated[
     | ActionRequested
     | ActionCompleted
     | InputRequested
+    | InputResolved
     | ConfirmationRequested
     | ConfirmationResolved
     | TurnCompleted

@@ -4,7 +4,9 @@ files an operator can read and review:
     my_agent/
       instructions.md            base system prompt
       instructions.<source>.md   overlay for turns from that source (e.g. instructions.slack.md)
-      agent.py                   name, surfaces, authorize_answer, schedules, model (all optional)
+      prompts.md                 suggested prompts, one `- Title: message` per line (optional)
+      agent.py                   name, surfaces, authorize_answer, schedules, model,
+                                 approval_expires_after (all optional)
       tools/*.py                 modules whose module-level `@tool` objects become the tools
       *.py                       helpers the others import relatively (`from ..payments import x`)
 """
@@ -20,7 +22,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from agent._agent_def import Agent
+from agent._agent_def import MAX_SUGGESTED_PROMPTS, Agent, SuggestedPrompt
 from agent._errors import AssemblyError
 from agent._hitl import AuthorizeAnswer
 from agent._policy import SurfacePolicy, SurfaceSettings
@@ -64,6 +66,31 @@ def _tools_in(folder: Path, package: str) -> list[Tool]:
         module = _load_module(path, f"{package}.tools.{path.stem}")
         found.extend(v for v in vars(module).values() if isinstance(v, Tool))
     return found
+
+
+def read_prompts(path: Path) -> tuple[SuggestedPrompt, ...]:
+    """`prompts.md`: one prompt per line as `- Title: message` (the title ends at the first
+    colon); blank lines and `#` headings or comments are skipped. Anything else, an empty title
+    or message, or more than `MAX_SUGGESTED_PROMPTS`, is an `AssemblyError` naming the line."""
+    if not path.is_file():
+        return ()
+    prompts: list[SuggestedPrompt] = []
+    for number, raw in enumerate(path.read_text().splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        title, colon, message = line.removeprefix("- ").partition(":")
+        if not line.startswith("- ") or not colon or not title.strip() or not message.strip():
+            raise AssemblyError(
+                f"{path}, line {number}: expected '- Title: message', got {raw.strip()!r}"
+            )
+        if len(prompts) == MAX_SUGGESTED_PROMPTS:
+            raise AssemblyError(
+                f"{path}, line {number}: at most {MAX_SUGGESTED_PROMPTS} suggested prompts "
+                "(Slack shows no more)"
+            )
+        prompts.append(SuggestedPrompt(title=title.strip(), message=message.strip()))
+    return tuple(prompts)
 
 
 def load_agent(
@@ -123,4 +150,6 @@ def load_agent(
         surfaces=all_surfaces,
         authorize_answer=found_authorize or authorize_answer,
         schedules=settings.get("schedules", ()),
+        approval_expires_after=settings.get("approval_expires_after"),
+        suggested_prompts=read_prompts(root / "prompts.md"),
     )

@@ -104,6 +104,10 @@ class AssistantMessage(_Frozen):
         return tuple(b for b in self.content if isinstance(b, ToolCall))
 
 
+def _unless_none(value: object) -> bool:
+    return value is None
+
+
 class ToolMessage(_Frozen):
     role: Literal["tool"] = "tool"
     turn_id: str
@@ -111,6 +115,11 @@ class ToolMessage(_Frozen):
     name: str
     result: JsonValue
     is_error: bool = False
+    note: str | None = Field(default=None, exclude_if=_unless_none)
+    """What the engine adds to the result for the model: the reason a person gave with an
+    answer the call read, or that a request it made expired. The engine adds it, not the tool,
+    so the model reads it whatever the tool returns. Left out of the stored JSON when None, so
+    messages stored before it existed read and write the same."""
 
 
 Message = Annotated[

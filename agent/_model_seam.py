@@ -40,6 +40,10 @@ class ModelRequest:
     """A snapshot of the transcript (an immutable prefix view, never copied per step)."""
     tools: tuple[ToolSpec, ...] = ()
     settings: ModelSettings = field(default_factory=ModelSettings)
+    may_wait: bool = False
+    """A tool on offer may leave the turn waiting for a person (a park, a proposed write), so
+    the next call may come long after this one: an adapter with a prompt cache should keep
+    what this call writes for longer than its default (Anthropic: the 1-hour lifetime)."""
 
 
 class TextDelta(_Frozen):

@@ -50,7 +50,8 @@ class ConfirmationStatus(StrEnum):
     ACCEPTED = "accepted"
     DENIED = "denied"
     EXPIRED = "expired"
-    """Retired by a session reset: an approval from before a reset never acts after it."""
+    """Nobody answered in time (its expiry timer fired), or a session reset retired it: an
+    approval from before a reset never acts after it."""
 
 
 class SessionStatus(StrEnum):
@@ -72,6 +73,10 @@ class TurnRecord:
     kind: TurnKind = TurnKind.TURN
     fingerprint: str | None = None
     """The agent fingerprint the turn started under (set with its opening commit)."""
+    cancelled_by: str | None = None
+    """Who asked the turn to stop (`AgentSession.stop(by=...)`), with `cancel_reason`."""
+    created_at: float = 0.0
+    """When the turn was queued (the store's clock)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,6 +103,33 @@ class ConfirmationRecord:
     follow_up_turn: str | None = None
     created_at: float = 0.0
     resolved_at: float | None = None
+    reason: str | None = None
+    """What the person who answered said with it (scrubbed, at most `MAX_REASON_CHARS`)."""
+    expires_at: float | None = None
+    """When it expires if nobody answers (its timer); None: never."""
+
+
+class TimerKind(StrEnum):
+    INPUT = "input"
+    """A parked `ctx.request_input`: `request_id` is the input id, `turn_id` the parked turn."""
+    CONFIRMATION = "confirmation"
+    """A proposed write: `request_id` is the confirmation id, `turn_id` the proposing turn."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalTimer:
+    """When a request put to a person expires: a row committed with the request itself, so
+    nothing expires in memory and a restart loses no timer. Whichever process sweeps first
+    applies it, through the same answer path a person uses (`Runtime.expire_due`)."""
+
+    session: str
+    kind: TimerKind
+    turn_id: str
+    request_id: str
+    due_at: float
+    expires_after: float
+    """The request's lifetime in seconds, for the text the model reads when it expired."""
+    created_at: float = 0.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -192,3 +224,5 @@ class StepCommit:
     confirmations: Sequence[ConfirmationRecord] = ()
     facts: Sequence[FactRecord] = ()
     turn_fingerprint: str | None = None
+    timers: Sequence[ApprovalTimer] = ()
+    """Expiry timers of the requests this step makes (a park, a proposed write)."""

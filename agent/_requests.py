@@ -19,6 +19,10 @@ from agent._answerers import Answerer
 from agent._messages import JsonValue
 
 
+def _unless_none(value: object) -> bool:
+    return value is None
+
+
 class InputRequest(BaseModel):
     """A turn parked on `ctx.request_input`: what to ask, who may answer, and what binds an
     answer to it (`digest`, over turn, id, prompt, schema and answerers).
@@ -45,6 +49,10 @@ class InputRequest(BaseModel):
     call_id: str
     tool: str
     digest: str
+    expires_at: float | None = Field(default=None, exclude_if=_unless_none)
+    """When the request expires if nobody answers (its durable timer), None: never. Not part
+    of the digest, and left out of the JSON when None, so requests stored before it read and
+    write the same."""
 
     def to_json(self) -> dict[str, JsonValue]:
         """The stored shape (the dict the checkpoint, the event and the turn result hold)."""
@@ -71,6 +79,8 @@ class ConfirmationRequest(BaseModel):
     answerers: Answerer | None = None
     details: dict[str, JsonValue] | None = None
     status: Literal["pending"] = "pending"
+    expires_at: float | None = Field(default=None, exclude_if=_unless_none)
+    """When the proposal expires if nobody answers; None: never (left out of the JSON)."""
 
 
 def parked_request(checkpoint: JsonValue) -> InputRequest | None:

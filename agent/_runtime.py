@@ -21,8 +21,11 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from types import TracebackType
 
+from agent import _expiry, _inbox
 from agent._agent_def import Agent
 from agent._errors import LeaseLostError, StoreUnavailableError, TurnNotFoundError
+from agent._hitl import Principal
+from agent._inbox import PendingApproval, RecentTurn
 from agent._redaction import Redactor
 from agent._session import AgentSession
 from agent._sinks import EventHub
@@ -154,7 +157,7 @@ class Runtime:
 
     def start_recovery(self) -> None:
         """Start the sweeper that resumes turns whose worker died (and, in a worker process,
-        picks up turns other processes queued)."""
+        picks up turns other processes queued) and expires requests nobody answered in time."""
         if self._sweeper is None and self.run_turns:
             self._sweeper = asyncio.create_task(self._sweep_loop(), name="turn-recovery")
 
@@ -242,6 +245,25 @@ class Runtime:
             self.kick(key)
         return picked
 
+    async def expire_due(self, now: float | None = None) -> int:
+        """Expire every request whose time limit passed by `now` (default: the runtime's clock):
+        a park resumes with the expiry for the model to read, a proposed write is resolved
+        `expired`. Returns how many this call expired. The recovery sweep of a runtime that
+        runs turns calls this; a clock process (`bot clock`) calls it on its own schedule.
+        Safe to run in any number of processes at once: each timer applies exactly once."""
+        return await _expiry.expire_due(self, self.clock() if now is None else now)
+
+    async def answerable(self, principal: Principal) -> list[PendingApproval]:
+        """Every pending request across sessions that `principal` may answer, newest first:
+        parks and proposed writes, with what `resume` / `confirm` need (see `agent._inbox`
+        for the rules; they are the ones an answer is checked by)."""
+        return await _inbox.answerable(self, principal)
+
+    async def recent_turns(self, principal: Principal, limit: int = 10) -> list[RecentTurn]:
+        """The principal's own recent turns across sessions (they spoke them, in that
+        workspace), newest first."""
+        return await _inbox.recent_turns(self, principal, limit)
+
     def note_replay(self, key: str, turn_id: str) -> None:
         """Remember that this committed turn id was delivered again, so that `wait_turn` (and
         with it `result()`, which only gets the id) reports its stored result as `replayed`.
@@ -312,6 +334,7 @@ class Runtime:
         while True:
             try:
                 await self.recover_once()
+                await self.expire_due()
             except StoreUnavailableError as err:
                 self.outage.failed(err, writing=False)
             except Exception:

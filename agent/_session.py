@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import json
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -11,7 +10,8 @@ from typing import Any, Literal, Protocol
 
 from agent import _effects as effects
 from agent._agent_def import Agent
-from agent._answerers import AnswererInput, UserAnswerer
+from agent._answerers import AnswererInput
+from agent._approvals import answered_note, clean_reason, confirmation_follow_up, note_step_id
 from agent._errors import (
     AgentError,
     ResumeConflictError,
@@ -19,7 +19,7 @@ from agent._errors import (
     TurnInterruptedError,
     TurnNotFoundError,
 )
-from agent._events import ConfirmationResolved, TurnEvent
+from agent._events import ConfirmationResolved, InputResolved, TurnEvent
 from agent._hitl import (
     WORKSPACE_KEYS,
     AuthorizeAnswer,
@@ -38,9 +38,10 @@ from agent._hitl import (
     workspace_of,
 )
 from agent._messages import JsonData, JsonValue, Message
-from agent._requests import InputRequest
+from agent._redaction import Redactor
+from agent._requests import InputRequest, parked_request
 from agent._sinks import EventHub, Observer, Unsubscribe
-from agent._turn_input import ConfirmationAnswer, InboundEvent, Trigger, TurnInput
+from agent._turn_input import InboundEvent, Trigger, TurnInput
 from agent._turn_result import TurnResult
 from agent.seams import (
     ConfirmationRecord,
@@ -67,6 +68,9 @@ class SessionRuntime(Protocol):
 
     @property
     def clock(self) -> Callable[[], float]: ...
+
+    @property
+    def redact(self) -> Redactor: ...
 
     def kick(self, key: str) -> None: ...
 
@@ -208,13 +212,55 @@ class AgentSession:
 
     async def cancel(self, turn_id: str, reason: str = "cancelled") -> bool:
         """Durably ask the turn to stop at its next checkpoint; False if it is finished or
-        parked (a park is left for reset or an answer)."""
+        parked (a park is left for `stop`, reset or an answer)."""
         record = await self._store.request_cancel(self.key, turn_id, reason)
         if record is None:
             return False
         self.runtime.signal_cancel(self.key, reason, only=turn_id)
         self.runtime.kick(self.key)
         return True
+
+    async def stop(self, *, by: str | None = None, reason: str = "stopped") -> list[str]:
+        """A person's Stop: durably end every unfinished turn of the session, parked or not;
+        returns the ids of the turns this call stopped.
+
+        One transaction, committed before this returns: a running turn stops at its next
+        checkpoint as with `cancel` (what committed stays; calls of the batch that never ran
+        get `{"cancelled": true}`), a queued one never starts, and, unlike `cancel` and
+        `replace`, a parked one ends too: its call gets the same synthetic result, so the
+        transcript stays valid, the session leaves `suspended`, `input.resolved` (outcome
+        `cancelled`, `by`) is logged, a later answer to it is a `ResumeConflictError`, and the
+        model is not called again for that turn. The turns end `cancelled` with `reason`, and
+        `turn.cancelled` says `by` whom. If this process dies before it ends them, whichever
+        worker picks the session up does. Who may stop a session is the host's decision.
+
+        Pending confirmations are left as they are: the turn that proposed them has already
+        finished, and an answer to one queues a new turn (deny it to refuse the write).
+        """
+
+        def ended_park(pending: JsonValue) -> list[TurnEvent]:
+            request = parked_request(pending)
+            if request is None:
+                return []
+            resolved = InputResolved(
+                session=self.key,
+                turn_id=request.turn_id,
+                input_id=request.id,
+                outcome="cancelled",
+                by=by,
+            )
+            return [resolved]
+
+        stopped, events = await self._store.stop_session(
+            self.key, reason=reason, by=by, now=self.runtime.clock(), ended_park=ended_park
+        )
+        for event in events:
+            await self.runtime.hub.emit(event)
+        for record in stopped:
+            self.runtime.signal_cancel(self.key, reason, only=record.turn_id)
+        if stopped:
+            self.runtime.kick(self.key)
+        return [record.turn_id for record in stopped]
 
     async def reset(self) -> ResetResult:
         """Retire the session's history without changing its address, in order on the turn
@@ -249,6 +295,7 @@ class AgentSession:
         principal: Principal | None = None,
         granted: Grant | None = None,
         digest: str | None = None,
+        reason: str | None = None,
         alongside: Callable[[StoreHandle], None] | None = None,
     ) -> None:
         """Answer the parked request and let the turn replay.
@@ -264,8 +311,12 @@ class AgentSession:
           so there only the person is checked: principal against `by`, then against the
           answerers.
 
+        `reason`: what the person says with the answer (trimmed, scrubbed of secrets, at most
+        `MAX_REASON_CHARS`), stored with it and added by the engine to the parked call's result
+        for the model, whatever the tool returns (the tool reads it with `ctx.answer_reason`).
+
         Refusals change nothing: `ResumeConflictError` (wrong turn or input, not parked, already
-        answered, or the request changed since `digest`), `ResumeAuthorizationError`,
+        answered or expired, or the request changed since `digest`), `ResumeAuthorizationError`,
         `ResumeValidationError`. `alongside`: the host's write committed with the answer (see
         `start`), e.g. waking whatever shows the turn, so the resumed turn can never be left
         unseen.
@@ -280,19 +331,40 @@ class AgentSession:
             raise ResumeConflictError(f"the pending request is {request.id!r}, not {input_id!r}")
         if digest is not None and digest != request.digest:
             raise ResumeConflictError("the pending request is no longer the one answered")
+        self._refuse_expired(request.expires_at, f"request {input_id!r}")
         check_workspace(parked_workspace(session.pending), principal)
         by = answering_user(by, principal)
         authorize(request.answerers, by=by, granted=granted, digest=request.digest)
         validate_answer(value, request.json_schema)
-        await self._store.resume_turn(
+        said = clean_reason(reason, self.runtime.redact)
+        notes = {note_step_id(turn_id, input_id): answered_note(by, said)} if said else None
+        resolved = InputResolved(
+            session=self.key,
+            turn_id=turn_id,
+            input_id=input_id,
+            outcome="answered",
+            by=by,
+            reason=said,
+        )
+        events = await self._store.resume_turn(
             self.key,
             turn_id,
             expected_pending=session.pending,
             answer_step=answer_step_id(turn_id, input_id),
             answer=value,
+            notes=notes,
+            events=[resolved],
             alongside=alongside,
         )
+        for event in events:
+            await self.runtime.hub.emit(event)
         self.runtime.kick(self.key)
+
+    def _refuse_expired(self, expires_at: float | None, what: str) -> None:
+        """Past its deadline a request takes no answer, even before a sweep has applied its
+        expiry (which it will): the deadline is the one the person was shown."""
+        if expires_at is not None and self.runtime.clock() >= expires_at:
+            raise ResumeConflictError(f"{what} expired; it is no longer pending")
 
     async def confirm(
         self,
@@ -302,6 +374,7 @@ class AgentSession:
         by: str | None = None,
         principal: Principal | None = None,
         granted: Grant | None = None,
+        reason: str | None = None,
         alongside: Callable[[StoreHandle], None] | None = None,
     ) -> str:
         """Answer a proposed write; returns the id of the turn that acts on the answer.
@@ -311,43 +384,27 @@ class AgentSession:
         only if `ctx.confirmed` finds the details approved here. Denied: the refusal is recorded,
         the tool does not run, and the model is told. `by` and `principal` are checked as for
         `resume` (the workspace is the proposing turn's), and the person they name is the one
-        recorded as having answered. `alongside`: as for `resume`.
+        recorded as having answered. `reason` (cleaned as for `resume`) is stored with the
+        answer and quoted in what the model of the acting turn reads. A proposal past its
+        `expires_at` is no longer pending. `alongside`: as for `resume`.
         """
         record = await self._store.get_confirmation(self.key, confirmation_id)
         if record is None:
             raise ResumeConflictError(f"no confirmation {confirmation_id!r} on this session")
         if record.status != ConfirmationStatus.PENDING:
-            raise ResumeConflictError(f"confirmation {confirmation_id!r} was answered already")
+            raise ResumeConflictError(
+                f"confirmation {confirmation_id!r} was answered already or expired"
+            )
+        self._refuse_expired(record.expires_at, f"confirmation {confirmation_id!r}")
         workspace = await proposal_workspace(self, record)
         check_workspace(workspace, principal)
         by = answering_user(by, principal)
         authorize(record.answerers, by=by, granted=granted, digest=confirmation_digest(record))
-        verb = "approved" if accepted else "denied"
-        arguments = json.dumps(record.arguments, sort_keys=True)
-        text = f"{by or 'The operator'} {verb} the proposed call {record.tool}({arguments})"
-        if record.details is not None:
-            text += f" with the details {json.dumps(record.details, sort_keys=True)}"
-        text += "."
-        if not accepted:
-            text += " It did not run and must not be retried without a new request."
+        said = clean_reason(reason, self.runtime.redact)
+        status = ConfirmationStatus.ACCEPTED if accepted else ConfirmationStatus.DENIED
         follow_up = f"confirm:{confirmation_id}"
-        turn_input = TurnInput(
-            text=text,
-            # Whatever the acting turn asks next goes to the person who confirmed.
-            trigger=Trigger(
-                kind="confirmation",
-                by=by or "unknown",
-                answerers=UserAnswerer(user=by) if by else None,
-                context=workspace,
-            ),
-            confirmation=ConfirmationAnswer(
-                confirmation_id=confirmation_id,
-                accepted=accepted,
-                tool=record.tool,
-                call_id=record.call_id,
-                arguments=record.arguments,
-                details=record.details,
-            ),
+        turn_input = confirmation_follow_up(
+            record, status=status, by=by, reason=said, workspace=workspace
         )
         resolved = ConfirmationResolved(
             session=self.key,
@@ -355,6 +412,8 @@ class AgentSession:
             confirmation_id=confirmation_id,
             accepted=accepted,
             by=by,
+            outcome="accepted" if accepted else "denied",
+            reason=said,
         )
         _, events = await self._store.resolve_confirmation(
             self.key,
@@ -365,6 +424,7 @@ class AgentSession:
             follow_up=turn_input,
             events=[resolved],
             now=self.runtime.clock(),
+            reason=said,
             alongside=alongside,
         )
         for event in events:
@@ -421,9 +481,10 @@ class AgentSession:
     async def steps(self, turn_id: str) -> dict[str, JsonData]:
         """The turn's memoized steps by step id, in commit order: `model:<n>` and
         `tool:<n>:<call id>` (`n`: the transcript index of the assistant message), `park:` and
-        `input:<turn id>:<input id>` for a request and its answer, `confirm:<n>` for a proposed
-        write. Empty once a reset archived them; `TurnNotFoundError` for a turn the session
-        never had."""
+        `input:<turn id>:<input id>` for a request and its answer (with
+        `answer:<turn id>:<input id>` beside it when the answer came with a reason, or the
+        request expired), `confirm:<n>` for a proposed write. Empty once a reset archived them;
+        `TurnNotFoundError` for a turn the session never had."""
         if await self._store.get_turn(self.key, turn_id) is None:
             raise TurnNotFoundError(f"no turn {turn_id!r} on session {self.key!r}")
         result: dict[str, JsonData] = await self._store.load_steps(self.key, turn_id)

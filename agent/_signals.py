@@ -17,9 +17,11 @@ class TurnSignal(BaseException):
 class ParkTurn(TurnSignal):
     """A tool asked a person; the turn stops here and waits, holding nothing in memory."""
 
-    def __init__(self, request: InputRequest) -> None:
+    def __init__(self, request: InputRequest, *, expires_after: float | None = None) -> None:
         super().__init__(request.id)
         self.request = request
+        self.expires_after = expires_after
+        """Seconds the request may wait for an answer; None: forever."""
 
 
 class CancelTurn(TurnSignal):

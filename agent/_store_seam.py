@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 from agent._events import TurnEvent
 from agent._messages import JsonValue, Message
 from agent._records import (
+    ApprovalTimer,
     ArchivedGeneration,
     ConfirmationRecord,
     ConfirmationStatus,
@@ -93,6 +94,30 @@ class SessionStore(Protocol):
         """
         ...
 
+    async def stop_session(
+        self,
+        session: str,
+        *,
+        reason: str,
+        by: str | None,
+        now: float,
+        ended_park: Callable[[JsonValue], Sequence[TurnEvent]] | None = None,
+    ) -> tuple[list[TurnRecord], list[TurnEvent]]:
+        """Durably stop every unfinished turn of the session, parked ones too, in one
+        transaction; returns the turns this call asked to stop and the events it logged.
+
+        Every queued or running turn (kind `turn`) with no cancel asked yet gets `reason` and
+        `by` (`TurnRecord.cancelled_by`); one already asked keeps its first reason. If the
+        session is suspended, its park ends here: the parked turn is queued again with the
+        cancel asked (so whichever worker picks it up ends it as cancelled, giving the parked
+        call the synthetic `{"cancelled": true}` result), `pending` is cleared, the status is
+        `running`, the park's expiry timer is deleted, and `ended_park(pending)`'s events
+        (given the checkpoint as it was) are appended to the log, numbered. A later answer to
+        that park is then a `ResumeConflictError`. Reset turns are never touched. An unknown
+        session stops nothing.
+        """
+        ...
+
     async def resume_turn(
         self,
         session: str,
@@ -101,16 +126,21 @@ class SessionStore(Protocol):
         expected_pending: JsonValue,
         answer_step: str,
         answer: JsonValue,
+        notes: Mapping[str, JsonValue] | None = None,
+        events: Sequence[TurnEvent] = (),
         alongside: Callable[[StoreHandle], None] | None = None,
-    ) -> None:
-        """Apply an answer to a parked turn, atomically or not at all.
+    ) -> list[TurnEvent]:
+        """Apply an answer to a parked turn, atomically or not at all; returns `events` numbered.
 
         In one transaction: the session is `suspended` with `pending` equal to
         `expected_pending`, and no reset is queued; store `answer` as step `answer_step` of the
-        turn, set the turn back to `queued` and the session to `running`, clear `pending`.
-        Otherwise raise `ResumeConflictError` and change nothing. Of two racing resumes of the same
-        request exactly one succeeds. `alongside`: as for `enqueue_turn`, the application's write
-        in the same transaction (run only when the answer is applied; if it raises, nothing is).
+        turn (and each of `notes` as a step of its own: who answered and why, or that the
+        request expired), set the turn back to `queued` and the session to `running`, clear
+        `pending`, delete the turn's input expiry timers and append `events` to the log.
+        Otherwise raise `ResumeConflictError` and change nothing. Of two racing resumes of the
+        same request exactly one succeeds; so an expiry racing a person's answer either applies
+        or is refused whole. `alongside`: as for `enqueue_turn`, the application's write in the
+        same transaction (run only when the answer is applied; if it raises, nothing is).
         """
         ...
 
@@ -126,6 +156,11 @@ class SessionStore(Protocol):
         """Confirmations of the session, oldest first."""
         ...
 
+    async def pending_confirmations(self) -> list[ConfirmationRecord]:
+        """Pending confirmations of every session, oldest first: what people may still answer
+        (who may answer which is the runtime's question, `Runtime.answerable`)."""
+        ...
+
     async def resolve_confirmation(
         self,
         session: str,
@@ -137,14 +172,19 @@ class SessionStore(Protocol):
         follow_up: TurnInput,
         events: Sequence[TurnEvent],
         now: float,
+        status: ConfirmationStatus | None = None,
+        reason: str | None = None,
         alongside: Callable[[StoreHandle], None] | None = None,
     ) -> tuple[TurnRecord, list[TurnEvent]]:
         """Answer a pending confirmation and queue the turn that acts on the answer, atomically.
 
-        Raises `ResumeConflictError` if it is not pending (answered already, unknown) and
-        `SessionSuspendedError` if the session is parked; in both cases nothing changes.
-        `events` are appended to the session's log (numbered) in the same transaction, and
-        `alongside` (as for `enqueue_turn`) runs in it when the answer is applied.
+        The status recorded is `status` if given (`expired`: nobody answered in time), else
+        `accepted` or `denied`; `reason` is stored with it. The confirmation's expiry timer is
+        deleted in the same transaction. Raises `ResumeConflictError` if it is not pending
+        (answered or expired already, unknown) and `SessionSuspendedError` if the session is
+        parked; in both cases nothing changes. `events` are appended to the session's log
+        (numbered) in the same transaction, and `alongside` (as for `enqueue_turn`) runs in it
+        when the answer is applied.
         """
         ...
 
@@ -195,6 +235,28 @@ class SessionStore(Protocol):
 
     async def open_turns(self) -> list[TurnRecord]:
         """Queued, running and suspended turns of every session (for `bot check`)."""
+        ...
+
+    async def list_parked(self) -> list[SessionRecord]:
+        """Every session that is `suspended` on a request (its `pending` checkpoint set), in key
+        order: what people may still answer across sessions (`Runtime.answerable`)."""
+        ...
+
+    async def recent_turns(self, speaker: str, limit: int) -> list[TurnRecord]:
+        """The latest `limit` turns whose speaker is `speaker` (`TurnInput.speaker_key`, kept
+        with the turn when it was queued), across sessions and generations, newest first."""
+        ...
+
+    async def due_timers(self, now: float, limit: int = 100) -> list[ApprovalTimer]:
+        """Expiry timers due at `now` (`due_at <= now`), earliest first, at most `limit`.
+
+        A read: applying one is the answer path's own conditional write (`resume_turn`,
+        `resolve_confirmation`), which deletes it, so of two processes sweeping the same timer
+        exactly one applies it."""
+        ...
+
+    async def drop_timer(self, timer: ApprovalTimer) -> None:
+        """Delete a timer whose request ended without deleting it (nothing to expire)."""
         ...
 
     async def get_turn(self, session: str, turn_id: str) -> TurnRecord | None:

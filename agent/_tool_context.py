@@ -10,9 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent._answerers import AnswererInput
+from agent._approvals import check_expiry, expired_text, note_step_id, reason_text
 from agent._consent import Consent, NeedsConfirmation
 from agent._effects import Effect, EffectCoordinator, EffectFn, ReconcileFn
-from agent._errors import ToolError
+from agent._errors import RequestExpiredError, ToolError
 from agent._facts import FactsView
 from agent._hitl import (
     answer_step_id,
@@ -46,6 +47,12 @@ class ToolContext:
     """What opened the turn; decides who answers by default (`agent._hitl.default_answerers`)."""
     consent: Consent | None = None
     """The call's standing with a person's answer (`agent._consent`), set by the engine."""
+    expires_after: float | None = None
+    """How long `request_input` waits when the call names no limit: the tool's declared
+    `expires_after`, else the agent's `approval_expires_after`; None: forever."""
+    notes: list[str] = field(default_factory=list)
+    """What the engine adds to this call's result for the model (a reason a person gave with
+    an answer the call read, a request of the call's that expired). Filled by `request_input`."""
 
     async def run_effect(
         self,
@@ -107,6 +114,7 @@ class ToolContext:
         prompt: str,
         schema: Mapping[str, Any] | None = None,
         answerers: AnswererInput | None = None,
+        expires_after: float | None = None,
     ) -> JsonValue:
         """Ask a person and wait, for days if need be.
 
@@ -116,6 +124,14 @@ class ToolContext:
         answer within this turn only: a later turn asking with the same id parks again.
         `answerers` is a `UserAnswerer` / `PolicyAnswerer`, or the same as a dict
         (`{"user": id}`, `{"policy": p, "scope": s}`); None asks the turn's default answerers.
+
+        `expires_after` (seconds) bounds the wait with a durable timer; None takes the tool's
+        or the agent's default (`@tool(expires_after=)`, `Agent(approval_expires_after=)`),
+        `math.inf` waits forever whatever they say. When it fires, this call raises
+        `RequestExpiredError`, whose text (it says the request expired) is the call's error
+        result unless the tool catches it; the model is told either way. If the person gave a
+        reason with their answer, the engine adds it to the call's result for the model
+        (`answer_reason` reads it here).
         """
         if self.local:
             raise ToolError(
@@ -124,7 +140,21 @@ class ToolContext:
             )
         step = answer_step_id(self.turn_id, id)
         if step in self.answers:
+            note = self._note(id)
+            if note is not None and note.get("outcome") == "expired":
+                text = expired_text(id, note)
+                self.notes.append(f"{text[0].upper()}{text[1:]}.")
+                raise RequestExpiredError(text, input_id=id, note=self.notes[-1])
+            if note is not None and note.get("reason"):
+                self.notes.append(reason_text(id, note))
             return self.answers[step]
+        try:
+            lifetime = check_expiry(
+                self.expires_after if expires_after is None else expires_after,
+                what="request_input",
+            )
+        except ValueError as err:
+            raise ToolError(str(err)) from None
         chosen = (
             answerers_of(answerers)
             if answerers is not None
@@ -144,8 +174,20 @@ class ToolContext:
                 call_id=self.call_id,
                 tool=self.tool_name,
                 digest=request_digest(self.turn_id, id, prompt, schema_json, chosen),
-            )
+            ),
+            expires_after=lifetime,
         )
+
+    def answer_reason(self, id: str) -> str | None:
+        """The reason the person gave with their answer to request `id` of this turn, if any
+        (the engine adds it to the call's result for the model anyway)."""
+        note = self._note(id)
+        reason = note.get("reason") if note is not None else None
+        return reason if isinstance(reason, str) else None
+
+    def _note(self, id: str) -> Mapping[str, JsonValue] | None:
+        note = self.answers.get(note_step_id(self.turn_id, id))
+        return note if isinstance(note, Mapping) else None
 
     def details(self) -> dict[str, str]:
         return {"session": self.session, "turn_id": self.turn_id, "call_id": self.call_id}

@@ -15,7 +15,13 @@ from typing import Any, Protocol
 
 from agent._consent import Consent, NeedsConfirmation, details_json
 from agent._effects import EffectCoordinator
-from agent._errors import FatalToolError, StoreUnavailableError, ToolError, UnknownToolError
+from agent._errors import (
+    FatalToolError,
+    RequestExpiredError,
+    StoreUnavailableError,
+    ToolError,
+    UnknownToolError,
+)
 from agent._events import ActionCompleted, ActionRequested, ConfirmationRequested, TurnEvent
 from agent._facts import FactsView
 from agent._hitl import default_answerers
@@ -29,7 +35,15 @@ from agent._tool_values import database_error_detail, describe_error, to_json_va
 from agent._tools import Tool
 from agent._turn_env import TurnEnv
 from agent._turn_input import ConfirmationAnswer
-from agent.seams import ConfirmationRecord, FactRecord, StepCommit, StoreHandle, TurnRecord
+from agent.seams import (
+    ApprovalTimer,
+    ConfirmationRecord,
+    FactRecord,
+    StepCommit,
+    StoreHandle,
+    TimerKind,
+    TurnRecord,
+)
 
 log = logging.getLogger(__name__)
 
@@ -216,6 +230,7 @@ class ToolStepRunner:
             local=tool.local,
             consent=consent,
             answers=turn.steps,
+            expires_after=turn.env.agent.expiry_for(tool),
             facts=FactsView(
                 turn.env.store,
                 session=turn.session,
@@ -239,7 +254,14 @@ class ToolStepRunner:
         )
 
     def _commit(
-        self, anchor: int, call: ToolCall, value: Any, error: str | None, **extra: Any
+        self,
+        anchor: int,
+        call: ToolCall,
+        value: Any,
+        error: str | None,
+        *,
+        note: str | None = None,
+        **extra: Any,
     ) -> StepCommit:
         turn = self.turn
         result = {"error": error} if error is not None else value
@@ -249,6 +271,7 @@ class ToolStepRunner:
             name=call.name,
             result=result,
             is_error=error is not None,
+            note=note,
         )
         event = ActionCompleted(
             session=turn.session,
@@ -327,13 +350,18 @@ class ToolStepRunner:
             # not the tool's failure for the model to read. The turn waits and runs it again.
             raise
         except Exception as exc:
-            await self.turn.commit(self._commit(anchor, call, None, self._describe(exc, call)))
+            if isinstance(exc, RequestExpiredError) and exc.note in ctx.notes:
+                ctx.notes.remove(exc.note)  # the error result says it already
+            error = self._describe(exc, call)
+            await self.turn.commit(self._commit(anchor, call, None, error, note=_note(ctx)))
             return
         facts = await ctx.facts.records(self.turn.env.clock()) if ctx.facts else []
         if asked is not None:
             await self._propose(anchor, call, tool, asked=asked, facts=facts)
             return
-        await self.turn.commit(self._commit(anchor, call, value, None, facts=facts))
+        await self.turn.commit(
+            self._commit(anchor, call, value, None, note=_note(ctx), facts=facts)
+        )
 
     # confirmation --------------------------------------------------------------------------
 
@@ -361,6 +389,21 @@ class ToolStepRunner:
         confirmation_id = f"{turn.turn_id}:{call.id}"
         arguments = json.dumps(call.input, sort_keys=True)
         prompt = asked.prompt if asked is not None else f"Allow {tool.name} with {arguments}?"
+        now = turn.env.clock()
+        lifetime = turn.env.agent.expiry_for(tool)
+        timers = []
+        if lifetime is not None:
+            timers.append(
+                ApprovalTimer(
+                    session=turn.session,
+                    kind=TimerKind.CONFIRMATION,
+                    turn_id=turn.turn_id,
+                    request_id=confirmation_id,
+                    due_at=now + lifetime,
+                    expires_after=lifetime,
+                    created_at=now,
+                )
+            )
         record = ConfirmationRecord(
             session=turn.session,
             confirmation_id=confirmation_id,
@@ -371,7 +414,8 @@ class ToolStepRunner:
             prompt=prompt,
             answerers=answerers,
             details=asked.details if asked is not None else None,
-            created_at=turn.env.clock(),
+            created_at=now,
+            expires_at=now + lifetime if lifetime is not None else None,
         )
         value: dict[str, Any] = {
             "status": "confirmation_pending",
@@ -400,8 +444,13 @@ class ToolStepRunner:
                 events=[requested],
                 confirmations=[record],
                 facts=facts or [],
+                timers=timers,
             )
         )
+
+
+def _note(ctx: ToolContext) -> str | None:
+    return "\n".join(ctx.notes) or None
 
 
 def confirmation_request(record: ConfirmationRecord) -> ConfirmationRequest:
@@ -415,6 +464,7 @@ def confirmation_request(record: ConfirmationRecord) -> ConfirmationRequest:
         prompt=record.prompt,
         answerers=record.answerers,
         details=record.details,
+        expires_at=record.expires_at,
     )
 
 

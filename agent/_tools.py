@@ -10,6 +10,7 @@ effects. Classifying by declaration, not by behaviour, is what makes the guarant
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, get_type_hints, overload
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any, get_type_hints, overload
 from pydantic import BaseModel, ConfigDict, create_model
 
 from agent._answerers import Answerer, AnswererInput
+from agent._approvals import check_expiry
 from agent._errors import AssemblyError, ToolError
 from agent._hitl import answerers_of
 from agent._tool_values import (
@@ -61,6 +63,15 @@ class Tool:
     """Who may confirm the call (`confirmation="required"`) or what the tool asks about
     (`"capability"`); default: the attested speaker."""
     input_schema: dict[str, Any] = field(default_factory=dict)
+    expires_after: float | None = None
+    """Seconds what the tool asks (its confirmation, its `request_input`) waits for an answer
+    before it expires; None: the agent's `approval_expires_after`."""
+
+    @property
+    def may_ask(self) -> bool:
+        """Whether a call may leave the turn waiting for a person: a write awaiting
+        confirmation, or any async tool, since any async tool can `ctx.request_input`."""
+        return self.is_async or self.confirmation != "none"
 
     @property
     def local(self) -> bool:
@@ -132,6 +143,7 @@ def make_tool(
     effect: Effect = "read",
     confirmation: Confirmation = "none",
     answerers: AnswererInput | None = None,
+    expires_after: float | None = None,
 ) -> Tool:
     tool_name = name or fn.__name__
     try:
@@ -139,6 +151,10 @@ def make_tool(
     except ToolError as err:
         # Found when the tool is declared, not each time the model proposes a call of it.
         raise AssemblyError(f"tool {tool_name!r}: {err}") from None
+    try:
+        lifetime = check_expiry(expires_after, what=f"tool {tool_name!r}")
+    except ValueError as err:
+        raise AssemblyError(str(err)) from None
     model, ctx_param = _schema_model(fn, tool_name)
     doc = inspect.getdoc(fn) or ""
     return Tool(
@@ -152,6 +168,7 @@ def make_tool(
         confirmation=confirmation,
         answerers=chosen,
         input_schema=_clean_schema(model.model_json_schema()),
+        expires_after=lifetime if expires_after is None or lifetime is not None else math.inf,
     )
 
 
@@ -167,6 +184,7 @@ def tool(
     effect: Effect = "read",
     confirmation: Confirmation = "none",
     answerers: AnswererInput | None = None,
+    expires_after: float | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -179,11 +197,14 @@ def tool(
     effect: Effect = "read",
     confirmation: Confirmation = "none",
     answerers: AnswererInput | None = None,
+    expires_after: float | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Declare a tool. `def` → local (exactly-once through the store), `async def` → remote.
 
     `answerers` (a `UserAnswerer` / `PolicyAnswerer`, or the same as a dict: `{"user": id}`,
-    `{"policy": p, "scope": s}`) is normalised here; a malformed one is an `AssemblyError`."""
+    `{"policy": p, "scope": s}`) is normalised here; a malformed one is an `AssemblyError`.
+    `expires_after` (seconds; `math.inf` for never) bounds how long what the tool asks waits
+    for an answer: its confirmation, and its `ctx.request_input` calls that name no limit."""
 
     def wrap(f: Callable[..., Any]) -> Tool:
         return make_tool(
@@ -193,6 +214,7 @@ def tool(
             effect=effect,
             confirmation=confirmation,
             answerers=answerers,
+            expires_after=expires_after,
         )
 
     return wrap(fn) if fn is not None else wrap

@@ -60,6 +60,12 @@ class ConfirmationAnswer(_Frozen):
     `ctx.confirmed(details)` True only for these (see `agent._consent`)."""
 
 
+def speaker_key(team: str, user: str) -> str:
+    """A person as `TurnInput.speaker_key` names them: a user id means one person only inside
+    its workspace."""
+    return f"{team}:{user}"
+
+
 class TurnInput(_Frozen):
     text: str
     inbound: InboundEvent | None = None
@@ -69,6 +75,18 @@ class TurnInput(_Frozen):
     @property
     def source(self) -> str | None:
         return self.inbound.source if self.inbound else None
+
+    @property
+    def speaker_key(self) -> str | None:
+        """`<team>:<user>` for a message whose speaker the channel attests, in the workspace it
+        came from: what stores index so a person's own recent turns can be listed
+        (`Runtime.recent_turns`). None for anything else: an unattested speaker, a message
+        with no workspace, a trigger (nobody spoke)."""
+        inbound = self.inbound
+        if inbound is None or inbound.user is None or not inbound.user.attested:
+            return None
+        team = inbound.context.get("team")
+        return speaker_key(str(team), inbound.user.id) if team else None
 
     @classmethod
     def of(cls, value: str | TurnInput | InboundEvent) -> TurnInput:

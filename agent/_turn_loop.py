@@ -46,6 +46,7 @@ from agent._tool_values import describe_error
 from agent._turn_env import TurnEnv
 from agent._turn_result import TurnResult
 from agent.seams import (
+    ApprovalTimer,
     Model,
     ModelEvent,
     ModelReply,
@@ -54,6 +55,7 @@ from agent.seams import (
     StepCommit,
     StreamRestart,
     TextDelta,
+    TimerKind,
     TurnRecord,
     TurnStatus,
 )
@@ -136,7 +138,7 @@ class TurnRunner:
         except CancelTurn as cancel:
             return await self._cancel(cancel.reason)
         except ParkTurn as park:
-            return await self._park(park.request)
+            return await self._park(park.request, park.expires_after)
         except TurnFailure as failed:
             return await self._fail(failed.message)
 
@@ -296,14 +298,36 @@ class TurnRunner:
                         ),
                     )
                 )
+        # The durable request says who asked and why; a signal that got here first carries
+        # only a reason (a stop by a person is read back, so its `by` can be shown).
+        asked = await self.env.store.get_turn(self.session, self.turn_id)
+        by = None
+        if asked is not None and asked.cancel_reason:
+            reason, by = asked.cancel_reason, asked.cancelled_by
         result = TurnResult(turn_id=self.turn_id, status=TurnStatus.CANCELLED, reason=reason)
-        event = TurnCancelled(session=self.session, turn_id=self.turn_id, reason=reason)
+        event = TurnCancelled(session=self.session, turn_id=self.turn_id, reason=reason, by=by)
         return await self._end(result, event, messages=messages)
 
-    async def _park(self, request: InputRequest) -> TurnResult:
+    async def _park(self, request: InputRequest, expires_after: float | None) -> TurnResult:
         """One suspended checkpoint: the request, the call, the opening, the policy and the
-        inbound event (its raw payload left out); nothing stays in memory."""
+        inbound event (its raw payload left out); nothing stays in memory. A request with a time
+        limit commits its expiry timer in the same transaction, so no restart can lose it."""
         inbound = self.turn.input.inbound
+        now = self.env.clock()
+        timers = []
+        if expires_after is not None:
+            request = request.model_copy(update={"expires_at": now + expires_after})
+            timers.append(
+                ApprovalTimer(
+                    session=self.session,
+                    kind=TimerKind.INPUT,
+                    turn_id=self.turn_id,
+                    request_id=request.id,
+                    due_at=now + expires_after,
+                    expires_after=expires_after,
+                    created_at=now,
+                )
+            )
         checkpoint = {
             "turn_id": self.turn_id,
             "request": request.to_json(),
@@ -312,6 +336,7 @@ class TurnRunner:
             "policy": self.policy.to_json(),
             "inbound": inbound.model_dump(mode="json") if inbound else None,
             "workspace": workspace_of(self.turn.input),
+            "parked_at": now,
         }
         result = TurnResult(turn_id=self.turn_id, status=TurnStatus.SUSPENDED, request=request)
         await self.commit(
@@ -327,6 +352,7 @@ class TurnRunner:
                 session_status=SessionStatus.SUSPENDED,
                 set_pending=True,
                 pending=checkpoint,
+                timers=timers,
             )
         )
         return result
@@ -336,15 +362,18 @@ class TurnRunner:
     def _request(self) -> ModelRequest:
         agent = self.env.agent
         specs = []
+        may_wait = False
         for name in self.policy.tools:
             found = agent.tool_named(name)
             if found is not None:
                 specs.append(found.spec)
+                may_wait = may_wait or found.may_ask
         return ModelRequest(
             system=self.policy.system,
             messages=TranscriptView(self.transcript),
             tools=tuple(specs),
             settings=agent.model,
+            may_wait=may_wait,
         )
 
     async def _stream_reply(self) -> ModelReply:

@@ -61,6 +61,7 @@ from agent._model_seam import (
 )
 from agent._records import (
     UNFINISHED,
+    ApprovalTimer,
     ArchivedGeneration,
     ConfirmationRecord,
     ConfirmationStatus,
@@ -71,6 +72,7 @@ from agent._records import (
     SessionRecord,
     SessionStatus,
     StepCommit,
+    TimerKind,
     TranscriptTail,
     TurnKind,
     TurnRecord,
@@ -84,6 +86,7 @@ from agent._turn_input import TurnInput
 __all__ = [
     "UNFINISHED",
     "Answerer",
+    "ApprovalTimer",
     "ArchivedGeneration",
     "ConfirmationRecord",
     "ConfirmationStatus",
@@ -122,6 +125,7 @@ __all__ = [
     "StoreUnavailableError",
     "StreamRestart",
     "TextDelta",
+    "TimerKind",
     "ToolSpec",
     "TranscriptTail",
     "TurnCancelled",

@@ -146,6 +146,7 @@ def _show(event: TurnEvent) -> None:
         case (
             "turn.started"
             | "input.requested"
+            | "input.resolved"
             | "confirmation.requested"
             | "confirmation.resolved"
             | "turn.completed"

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from agent.seams import (
+    ApprovalTimer,
     ArchivedGeneration,
     ConfirmationRecord,
     ConfirmationStatus,
@@ -18,6 +19,7 @@ from agent.seams import (
     JsonValue,
     ReceiptRecord,
     ReceiptStatus,
+    TimerKind,
     answerers_from_json,
     answerers_to_json,
     event_from_json,
@@ -48,6 +50,8 @@ def confirmation_values(record: ConfirmationRecord) -> dict[str, Any]:
         "follow_up_turn": record.follow_up_turn,
         "created_at": record.created_at,
         "resolved_at": record.resolved_at,
+        "reason": record.reason,
+        "expires_at": record.expires_at,
     }
 
 
@@ -69,20 +73,59 @@ def confirmation_record(row: Row) -> ConfirmationRecord:
         follow_up_turn=row["follow_up_turn"],
         created_at=float(row["created_at"]),
         resolved_at=None if row["resolved_at"] is None else float(row["resolved_at"]),
+        # Rows from before revision 0005 (an old dump, a test's literal) have neither.
+        reason=row.get("reason"),
+        expires_at=None if row.get("expires_at") is None else float(row["expires_at"]),
     )
 
 
 def confirmation_answer(
-    accepted: bool, by: str | None, follow_up_turn: str, now: float
+    accepted: bool,
+    by: str | None,
+    follow_up_turn: str,
+    now: float,
+    *,
+    status: ConfirmationStatus | None = None,
+    reason: str | None = None,
 ) -> dict[str, Any]:
-    """The columns a resolution sets (on a row that must still be pending)."""
-    status = ConfirmationStatus.ACCEPTED if accepted else ConfirmationStatus.DENIED
+    """The columns a resolution sets (on a row that must still be pending); `status` is read
+    from `accepted` unless given (`expired`, when nobody answered in time)."""
+    if status is None:
+        status = ConfirmationStatus.ACCEPTED if accepted else ConfirmationStatus.DENIED
     return {
-        "status": status.value,
+        "status": ConfirmationStatus(status).value,
         "answered_by": by,
         "follow_up_turn": follow_up_turn,
         "resolved_at": now,
+        "reason": reason,
     }
+
+
+# -- approval timers ----------------------------------------------------------------------------
+
+
+def timer_values(timer: ApprovalTimer) -> dict[str, Any]:
+    return {
+        "session_key": timer.session,
+        "kind": TimerKind(timer.kind).value,
+        "turn_id": timer.turn_id,
+        "request_id": timer.request_id,
+        "due_at": timer.due_at,
+        "expires_after": timer.expires_after,
+        "created_at": timer.created_at,
+    }
+
+
+def timer_record(row: Row) -> ApprovalTimer:
+    return ApprovalTimer(
+        session=row["session_key"],
+        kind=TimerKind(row["kind"]),
+        turn_id=row["turn_id"],
+        request_id=row["request_id"],
+        due_at=float(row["due_at"]),
+        expires_after=float(row["expires_after"]),
+        created_at=float(row["created_at"]),
+    )
 
 
 # -- receipts -----------------------------------------------------------------------------------

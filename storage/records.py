@@ -26,7 +26,7 @@ from agent.seams import (
     message_to_json,
 )
 from storage.json_text import canonical_json, dump_json, load_json
-from storage.ledger_records import Row, confirmation_values, fact_values
+from storage.ledger_records import Row, confirmation_values, fact_values, timer_values
 
 OPENING_ROLES = ("user", "trigger")
 """Roles of the message that opens a turn (every turn's first message; no other has them)."""
@@ -59,6 +59,7 @@ class EncodedCommit:
     pending: str | None
     confirmations: list[dict[str, Any]] = field(default_factory=list)
     facts: list[dict[str, Any]] = field(default_factory=list)
+    timers: list[dict[str, Any]] = field(default_factory=list)
 
 
 def encode_events(session: str, events: Sequence[TurnEvent]) -> list[EventRow]:
@@ -78,7 +79,11 @@ def encode_events(session: str, events: Sequence[TurnEvent]) -> list[EventRow]:
 def encode_commit(session: str, commit: StepCommit) -> EncodedCommit:
     """Serialise a whole commit before its transaction starts, so a value that cannot be stored
     fails without having taken a lock."""
-    stray = {c.session for c in commit.confirmations} | {f.session for f in commit.facts}
+    stray = (
+        {c.session for c in commit.confirmations}
+        | {f.session for f in commit.facts}
+        | {t.session for t in commit.timers}
+    )
     if stray - {session}:
         raise ValueError(f"records for sessions {sorted(stray)} committed under {session!r}")
     return EncodedCommit(
@@ -93,6 +98,7 @@ def encode_commit(session: str, commit: StepCommit) -> EncodedCommit:
         pending=canonical_json(commit.pending) if commit.pending is not None else None,
         confirmations=[confirmation_values(c) for c in commit.confirmations],
         facts=[fact_values(f) for f in commit.facts],
+        timers=[timer_values(t) for t in commit.timers],
     )
 
 
@@ -149,10 +155,17 @@ RESET_INPUT = TurnInput(text="").model_dump_json()
 
 
 def new_turn(
-    session: str, turn_id: str, input: str, *, kind: TurnKind, now: float
+    session: str,
+    turn_id: str,
+    input: str,
+    *,
+    kind: TurnKind,
+    now: float,
+    speaker: str | None = None,
 ) -> dict[str, Any]:
     """A queued turn's row, but for what the store decides in the enqueueing transaction: its
-    `id` (its queue position) and `generation` (the session's, read under the session's lock)."""
+    `id` (its queue position) and `generation` (the session's, read under the session's lock).
+    `speaker`: `TurnInput.speaker_key`, indexed for `recent_turns`."""
     return {
         "session_key": session,
         "turn_id": turn_id,
@@ -163,6 +176,8 @@ def new_turn(
         "cancel_reason": None,
         "fingerprint": None,
         "created_at": now,
+        "cancelled_by": None,
+        "speaker": speaker,
     }
 
 
@@ -177,6 +192,8 @@ def turn_record(row: Row) -> TurnRecord:
         cancel_reason=row["cancel_reason"],
         kind=TurnKind(row["kind"]),
         fingerprint=row["fingerprint"],
+        cancelled_by=row.get("cancelled_by"),
+        created_at=float(row["created_at"]),
     )
 
 

@@ -29,6 +29,7 @@ from agent.models._anthropic_request import (
     DEFAULT_MODEL,
     MIN_THINKING_BUDGET,
     Block,
+    accepts_long_cache,
     bound_transcript,
     estimate_tokens,
     message_params,
@@ -73,6 +74,9 @@ class AnthropicSettings(BaseSettings):
     thinking: bool = False
     thinking_budget: int | None = None
     max_context_tokens: int | None = None
+    long_cache: bool = True
+    """`ANTHROPIC_LONG_CACHE=false` keeps every breakpoint at the 5-minute default (a gateway
+    that refuses `ttl`); prefixes then expire while a person decides."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,6 +99,8 @@ class AnthropicModel:
     Thinking is off unless asked for; when on, it is adaptive, or manual with `thinking_budget`,
     which is checked against the API's bounds here, at start, rather than at the first turn that
     thinks. `max_context_tokens` bounds the request by a chars/4 estimate (see `bound_transcript`).
+    A request after which the turn may wait for a person (`ModelRequest.may_wait`) is cached
+    with the 1-hour lifetime where the model takes it, unless `long_cache=False`.
     """
 
     def __init__(
@@ -109,6 +115,7 @@ class AnthropicModel:
         thinking: bool = False,
         thinking_budget: int | None = None,
         max_context_tokens: int | None = None,
+        long_cache: bool = True,
         restart_delay: float = 0.5,
         client: anthropic.AsyncAnthropic | None = None,
     ) -> None:
@@ -129,6 +136,7 @@ class AnthropicModel:
         self._thinking = thinking
         self._thinking_budget = thinking_budget
         self._max_context_tokens = max_context_tokens
+        self._long_cache = long_cache
         self._max_restarts = client.max_retries
         self._restart_delay = restart_delay
         self._warned_temperature = False
@@ -147,6 +155,7 @@ class AnthropicModel:
             thinking=settings.thinking,
             thinking_budget=settings.thinking_budget,
             max_context_tokens=settings.max_context_tokens,
+            long_cache=settings.long_cache,
         )
 
     @classmethod
@@ -212,18 +221,20 @@ class AnthropicModel:
         explicit = settings.model_fields_set
         max_tokens = settings.max_tokens if "max_tokens" in explicit else self._max_tokens
         thinking = settings.thinking if "thinking" in explicit else self._thinking
-        system = system_blocks(request.system)
-        tools = tool_params(request.tools)
+        model = settings.model or self._model
+        long_cache = request.may_wait and self._long_cache and accepts_long_cache(model)
+        system = system_blocks(request.system, long_cache=long_cache)
+        tools = tool_params(request.tools, long_cache=long_cache)
         transcript = bound_transcript(
             request.messages, self._max_context_tokens, estimate_tokens([system, tools])
         )
         if settings.temperature is not None:
             self._skip_temperature(settings.temperature)
         return _Params(
-            model=settings.model or self._model,
+            model=model,
             max_tokens=max_tokens,
             system=system,
-            messages=message_params(transcript),
+            messages=message_params(transcript, long_cache=long_cache),
             tools=tools,
             thinking=self._thinking_config(max_tokens) if thinking else None,
         )

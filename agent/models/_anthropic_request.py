@@ -5,6 +5,9 @@ text, triggers, tool results) becomes one `user` message and a batch of tool res
 together right after the `tool_use` blocks that asked for them. Prompt caching keys on an exact
 prefix, so the system prompt, the tool list and the last block of the transcript each carry a
 breakpoint, and the next step of the turn reads everything before its new messages from cache.
+A cached prefix lives five minutes by default, less than a person takes to approve; a request
+after which the turn may wait for one (`ModelRequest.may_wait`) writes its breakpoints with the
+1-hour lifetime instead, all of them, since a 1-hour breakpoint may not follow a 5-minute one.
 A context budget may leave old exchanges out, but only whole ones: a `tool_use` sent without its
 `tool_result` (or the reverse) is a request the API refuses.
 """
@@ -42,6 +45,9 @@ MIN_THINKING_BUDGET = 1024
 """The API's floor for a manual thinking budget (`budget_tokens`), as the SDK documents it."""
 
 CACHE_BREAKPOINT: dict[str, str] = {"type": "ephemeral"}
+LONG_CACHE_BREAKPOINT: dict[str, str] = {"type": "ephemeral", "ttl": "1h"}
+"""The 1-hour lifetime (`CacheControlEphemeralParam.ttl`; writes cost 2x base input instead of
+1.25x, reads the same 0.1x): what a prefix read again after an approval must be written with."""
 CHARS_PER_TOKEN = 4
 """The context estimate: JSON characters of the request divided by four. It overestimates prose
 a little and code a little less; a budget should leave headroom below the model's real window."""
@@ -55,25 +61,36 @@ def estimate_tokens(value: object) -> int:
     return -(-len(json.dumps(value, ensure_ascii=False)) // CHARS_PER_TOKEN)
 
 
-def system_blocks(system: str) -> list[Block]:
+def accepts_long_cache(model: str) -> bool:
+    """Whether `model` takes the 1-hour cache lifetime: every Claude model that caches prompts
+    does (each has a 1-hour write price). A name that is not a Claude model id (a gateway's own
+    alias) gets the default lifetime, which every cache accepts."""
+    return model.startswith("claude-")
+
+
+def cache_breakpoint(*, long: bool) -> dict[str, str]:
+    return dict(LONG_CACHE_BREAKPOINT if long else CACHE_BREAKPOINT)
+
+
+def system_blocks(system: str, *, long_cache: bool = False) -> list[Block]:
     """An empty system prompt is left out: the API rejects an empty text block."""
     if not system:
         return []
-    return [{"type": "text", "text": system, "cache_control": dict(CACHE_BREAKPOINT)}]
+    return [{"type": "text", "text": system, "cache_control": cache_breakpoint(long=long_cache)}]
 
 
-def tool_params(tools: Sequence[ToolSpec]) -> list[Block]:
+def tool_params(tools: Sequence[ToolSpec], *, long_cache: bool = False) -> list[Block]:
     """The breakpoint on the last tool caches the whole list, which sits first in the prefix."""
     params: list[Block] = [
         {"name": t.name, "description": t.description, "input_schema": t.input_schema}
         for t in tools
     ]
     if params:
-        params[-1]["cache_control"] = dict(CACHE_BREAKPOINT)
+        params[-1]["cache_control"] = cache_breakpoint(long=long_cache)
     return params
 
 
-def message_params(messages: Sequence[Message]) -> list[ApiMessage]:
+def message_params(messages: Sequence[Message], *, long_cache: bool = False) -> list[ApiMessage]:
     """Alternating API messages, with a cache breakpoint on the transcript's last cacheable block.
 
     Consecutive messages of one side are merged (tool results then a user's words is one `user`
@@ -90,7 +107,7 @@ def message_params(messages: Sequence[Message]) -> list[ApiMessage]:
         else:
             merged.append((role, blocks))
     params = [{"role": role, "content": blocks} for role, blocks in merged]
-    _mark_last_block(params)
+    _mark_last_block(params, cache_breakpoint(long=long_cache))
     return params
 
 
@@ -162,19 +179,24 @@ def _content_block(block: ContentBlock) -> Block | None:
 
 
 def _tool_result(message: ToolMessage) -> Block:
+    """The engine's note (a person's reason, an expiry) follows the result as a text block of
+    its own, so the result the tool returned stays exactly what it returned."""
     result = message.result
-    content = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+    text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+    content: str | list[Block] = text
+    if message.note:
+        content = [{"type": "text", "text": part} for part in (text, message.note) if part]
     block: Block = {"type": "tool_result", "tool_use_id": message.call_id, "content": content}
     if message.is_error:
         block["is_error"] = True
     return block
 
 
-def _mark_last_block(params: list[ApiMessage]) -> None:
+def _mark_last_block(params: list[ApiMessage], breakpoint: dict[str, str]) -> None:
     """Thinking blocks cannot carry a breakpoint, so the mark goes on the last one that can."""
     if not params:
         return
     for block in reversed(params[-1]["content"]):
         if block["type"] not in _UNCACHEABLE:
-            block["cache_control"] = dict(CACHE_BREAKPOINT)
+            block["cache_control"] = breakpoint
             return

@@ -234,7 +234,7 @@ class SessionRenderer:
                     ref, confirmation_prompt(confirmation), confirmation.answerers
                 )
                 await self.status.suspended()
-            case "confirmation.resolved":
+            case "confirmation.resolved" | "input.resolved":
                 pass
             case "turn.completed":
                 view = await self.replies.view_for(event.turn_id)

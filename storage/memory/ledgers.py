@@ -17,6 +17,7 @@ from agent.seams import (
     SessionStatus,
     SessionSuspendedError,
     StepConflictError,
+    TimerKind,
     TurnRecord,
 )
 from storage.ledger_records import (
@@ -41,6 +42,16 @@ def list_confirmations(
     return [confirmation_record(row) for row in rows if wanted in (None, row["status"])]
 
 
+def pending_confirmations(states: Iterable[SessionState]) -> list[ConfirmationRecord]:
+    rows = [
+        row
+        for state in states
+        for row in state.confirmations.values()
+        if row["status"] == ConfirmationStatus.PENDING
+    ]
+    return [confirmation_record(row) for row in sorted(rows, key=_id)]
+
+
 def resolve_confirmation(
     state: SessionState | None,
     ids: RowIds,
@@ -62,6 +73,7 @@ def resolve_confirmation(
         raise ResumeConflictError(f"turn {follow_up['turn_id']!r} exists already")
     before_write()
     row.update(answer)
+    state.timers.pop((TimerKind.CONFIRMATION.value, row["turn_id"], confirmation_id), None)
     turn = {**follow_up, "id": ids.next("turns"), "generation": state.generation}
     state.turns[turn["turn_id"]] = turn
     return turn_record(turn), state.append_events(new_events)

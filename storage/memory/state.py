@@ -9,7 +9,7 @@ behind, as a rolled-back transaction would.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import count
 from typing import Any, NoReturn
@@ -25,15 +25,18 @@ from agent.seams import (
     SessionSuspendedError,
     StepCommit,
     StepConflictError,
+    TimerKind,
+    TurnEvent,
     TurnKind,
     TurnRecord,
     TurnStatus,
 )
-from storage.json_text import canonical_json, dump_json
+from storage.json_text import canonical_json, dump_json, load_json
 from storage.ledger_records import archived_generation
 from storage.records import (
     EncodedCommit,
     EventRow,
+    encode_events,
     event_rows,
     parked_on_other_turn,
     reset_result,
@@ -75,6 +78,8 @@ class SessionState:
     confirmations: dict[str, Rows] = field(default_factory=dict)
     receipts: dict[str, Rows] = field(default_factory=dict)
     facts: dict[tuple[str, int], Rows] = field(default_factory=dict)
+    timers: dict[tuple[str, str, str], Rows] = field(default_factory=dict)
+    """(kind, turn id, request id) -> the `approval_timers` row."""
     archive: dict[int, dict[str, list[Rows]]] = field(default_factory=dict)
 
     def row(self) -> Rows:
@@ -97,6 +102,17 @@ class SessionState:
 
     def turns_in_order(self) -> list[Rows]:
         return sorted(self.turns.values(), key=lambda row: int(row["id"]))
+
+    def drop_input_timers(self, turn_id: str) -> None:
+        """As `sql_turns.drop_input_timers`: a park ended, its timer has nothing left to do."""
+        for key in [k for k in self.timers if k[0] == TimerKind.INPUT and k[1] == turn_id]:
+            del self.timers[key]
+
+    def end_park(self, rows: Sequence[EventRow]) -> int:
+        """As `sql_turns._end_park`: `running`, no `pending`, `rows` logged; the last seq."""
+        self.status = SessionStatus.RUNNING.value
+        self.pending = None
+        return self.append_events(rows)
 
 
 class NoHandle:
@@ -165,11 +181,12 @@ def resume(
     ids: RowIds,
     turn_id: str,
     expected_pending: JsonValue,
-    answer_step: str,
-    answer: JsonValue,
+    answers: Mapping[str, JsonValue],
+    new_events: Sequence[EventRow],
     *,
     before_write: Callable[[], None] = lambda: None,
-) -> None:
+) -> int:
+    """As `sql_turns.resume`; `answers`: the answer's step, then its notes. The last seq."""
     if (
         state is None
         or state.status != SessionStatus.SUSPENDED
@@ -183,20 +200,66 @@ def resume(
     turn = state.turns.get(turn_id)
     if turn is None or turn["status"] != TurnStatus.SUSPENDED:
         raise ResumeConflictError(f"turn {turn_id!r} is not the parked turn")
-    if answer_step in state.steps:
-        raise ResumeConflictError(f"step {answer_step!r} was answered already")
+    for step_id in answers:
+        if step_id in state.steps:
+            raise ResumeConflictError(f"step {step_id!r} was answered already")
+    values = {step_id: dump_json(answer) for step_id, answer in answers.items()}
     before_write()
-    value = dump_json(answer)
     turn["status"] = TurnStatus.QUEUED.value
-    state.steps[answer_step] = {
-        "id": ids.next("steps"),
-        "session_key": state.key,
-        "turn_id": turn_id,
-        "step_id": answer_step,
-        "value": value,
-    }
-    state.status = SessionStatus.RUNNING.value
-    state.pending = None
+    for step_id, value in values.items():
+        state.steps[step_id] = {
+            "id": ids.next("steps"),
+            "session_key": state.key,
+            "turn_id": turn_id,
+            "step_id": step_id,
+            "value": value,
+        }
+    state.drop_input_timers(turn_id)
+    return state.end_park(new_events)
+
+
+def stop_session(
+    state: SessionState,
+    reason: str,
+    by: str | None,
+    ended_park: Callable[[JsonValue], Sequence[TurnEvent]] | None,
+) -> tuple[list[TurnRecord], list[TurnEvent], int]:
+    """As `sql_turns.stop_session`. The events are encoded before anything is written."""
+    logged: list[TurnEvent] = []
+    rows: list[EventRow] = []
+    parked = None
+    if state.status == SessionStatus.SUSPENDED and state.pending is not None:
+        pending = load_json(state.pending)
+        logged = list(ended_park(pending)) if ended_park is not None else []
+        rows = encode_events(state.key, logged)
+        parked_turn = pending.get("turn_id") if isinstance(pending, dict) else None
+        parked = state.turns.get(str(parked_turn))
+        if parked is not None and parked["status"] != TurnStatus.SUSPENDED:
+            parked = None
+    stopped: list[TurnRecord] = []
+    for turn in state.turns_in_order():
+        if (
+            turn["status"] in UNFINISHED_VALUES
+            and turn["kind"] == TurnKind.TURN
+            and turn["cancel_reason"] is None
+        ):
+            _ask_to_stop(turn, reason, by)
+            stopped.append(turn_record(turn))
+    last_seq = 0
+    if state.status == SessionStatus.SUSPENDED and state.pending is not None:
+        if parked is not None:
+            parked["status"] = TurnStatus.QUEUED.value
+            _ask_to_stop(parked, reason, by)
+            state.drop_input_timers(parked["turn_id"])
+            stopped.append(turn_record(parked))
+        last_seq = state.end_park(rows)
+    return stopped, logged, last_seq
+
+
+def _ask_to_stop(turn: Rows, reason: str, by: str | None) -> None:
+    if turn["cancel_reason"] is None:
+        turn["cancel_reason"] = reason
+        turn["cancelled_by"] = by
 
 
 # -- step commits -------------------------------------------------------------------------------
@@ -216,11 +279,13 @@ def apply_commit(
     indexes = [m.idx for m in encoded.messages]
     confirmation_ids = [row["confirmation_id"] for row in encoded.confirmations]
     versions = [(row["key"], row["version"]) for row in encoded.facts]
+    timers = [(row["kind"], row["turn_id"], row["request_id"]) for row in encoded.timers]
     if (
         (commit.step_id is not None and commit.step_id in state.steps)
         or _clash(indexes, state.messages)
         or _clash(confirmation_ids, state.confirmations)
         or _clash(versions, state.facts)
+        or _clash(timers, state.timers)
     ):
         raise StepConflictError(
             f"session {state.key!r} already has step {commit.step_id!r}, one of message indexes "
@@ -251,6 +316,9 @@ def apply_commit(
         state.confirmations[row["confirmation_id"]] = {**row, "id": ids.next("confirmations")}
     for row in encoded.facts:
         state.facts[(row["key"], row["version"])] = {**row, "id": ids.next("facts")}
+    for row in encoded.timers:
+        key = (row["kind"], row["turn_id"], row["request_id"])
+        state.timers[key] = {**row, "id": ids.next("approval_timers")}
     last_seq = state.append_events(encoded.events)
     turn = state.turns.get(commit.turn_id)
     if turn is not None:
@@ -294,6 +362,7 @@ def apply_reset(
     for confirmation in state.confirmations.values():
         if confirmation["status"] == ConfirmationStatus.PENDING.value:
             confirmation["status"] = ConfirmationStatus.EXPIRED.value
+    state.timers = {}  # nothing of the old generation is left to expire
     reset["status"] = TurnStatus.COMPLETED.value
     reset["result"] = reset_result(archived)
     state.generation = archived + 1

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
 from agent.seams import (
+    ApprovalTimer,
     ArchivedGeneration,
     ConfirmationRecord,
     ConfirmationStatus,
@@ -36,6 +37,7 @@ from agent.seams import (
     ReceiptRecord,
     ReceiptStatus,
     SessionRecord,
+    SessionStatus,
     StepCommit,
     StoreHandle,
     TranscriptTail,
@@ -47,7 +49,7 @@ from agent.seams import (
     message_from_json,
 )
 from storage.json_text import load_json
-from storage.ledger_records import confirmation_answer, confirmation_record
+from storage.ledger_records import confirmation_answer, confirmation_record, timer_record
 from storage.memory import ledgers
 from storage.memory import state as ops
 from storage.memory.state import NoHandle, RowIds, Rows, SessionState
@@ -91,7 +93,12 @@ class MemoryStore:
         alongside: Callable[[StoreHandle], None] | None = None,
     ) -> tuple[TurnRecord, bool]:
         row = new_turn(
-            session, turn_id, input.model_dump_json(), kind=TurnKind.TURN, now=time.time()
+            session,
+            turn_id,
+            input.model_dump_json(),
+            kind=TurnKind.TURN,
+            now=time.time(),
+            speaker=input.speaker_key,
         )
         async with self._lock:
             state = self._state(session)
@@ -133,6 +140,22 @@ class MemoryStore:
             state = self._sessions.get(session)
             return None if state is None else ops.request_cancel(state, turn_id, reason)
 
+    async def stop_session(
+        self,
+        session: str,
+        *,
+        reason: str,
+        by: str | None,
+        now: float,
+        ended_park: Callable[[JsonValue], Sequence[TurnEvent]] | None = None,
+    ) -> tuple[list[TurnRecord], list[TurnEvent]]:
+        async with self._lock:
+            state = self._sessions.get(session)
+            if state is None:
+                return [], []
+            stopped, logged, last_seq = ops.stop_session(state, reason, by, ended_park)
+        return stopped, numbered(logged, last_seq)
+
     async def resume_turn(
         self,
         session: str,
@@ -141,18 +164,22 @@ class MemoryStore:
         expected_pending: JsonValue,
         answer_step: str,
         answer: JsonValue,
+        notes: Mapping[str, JsonValue] | None = None,
+        events: Sequence[TurnEvent] = (),
         alongside: Callable[[StoreHandle], None] | None = None,
-    ) -> None:
+    ) -> list[TurnEvent]:
+        rows = encode_events(session, events)
         async with self._lock:
-            ops.resume(
+            last_seq = ops.resume(
                 self._sessions.get(session),
                 self._ids,
                 turn_id,
                 expected_pending,
-                answer_step,
-                answer,
+                {answer_step: answer, **(notes or {})},
+                rows,
                 before_write=_run_alongside(alongside),
             )
+        return numbered(events, last_seq)
 
     async def get_turn(self, session: str, turn_id: str) -> TurnRecord | None:
         async with self._lock:
@@ -178,6 +205,43 @@ class MemoryStore:
             rows = [row for state in self._sessions.values() for row in state.turns.values()]
         opened = [row for row in rows if row["status"] in ops.OPEN_VALUES]
         return [turn_record(row) for row in sorted(opened, key=lambda row: int(row["id"]))]
+
+    async def list_parked(self) -> list[SessionRecord]:
+        async with self._lock:
+            parked = [
+                session_record(state.row())
+                for state in self._sessions.values()
+                if state.status == SessionStatus.SUSPENDED and state.pending is not None
+            ]
+        return sorted(parked, key=lambda record: record.key)
+
+    async def recent_turns(self, speaker: str, limit: int) -> list[TurnRecord]:
+        async with self._lock:
+            rows = [
+                row
+                for state in self._sessions.values()
+                for row in state.turns.values()
+                if row["speaker"] == speaker
+            ]
+        rows.sort(key=lambda row: int(row["id"]), reverse=True)
+        return [turn_record(row) for row in rows[:limit]]
+
+    async def due_timers(self, now: float, limit: int = 100) -> list[ApprovalTimer]:
+        async with self._lock:
+            rows = [
+                row
+                for state in self._sessions.values()
+                for row in state.timers.values()
+                if row["due_at"] <= now
+            ]
+        rows.sort(key=lambda row: (row["due_at"], int(row["id"])))
+        return [timer_record(row) for row in rows[:limit]]
+
+    async def drop_timer(self, timer: ApprovalTimer) -> None:
+        async with self._lock:
+            state = self._sessions.get(timer.session)
+            if state is not None:
+                state.timers.pop((timer.kind.value, timer.turn_id, timer.request_id), None)
 
     async def get_session(self, session: str) -> SessionRecord | None:
         async with self._lock:
@@ -316,6 +380,10 @@ class MemoryStore:
         async with self._lock:
             return ledgers.list_confirmations(self._sessions.get(session), status)
 
+    async def pending_confirmations(self) -> list[ConfirmationRecord]:
+        async with self._lock:
+            return ledgers.pending_confirmations(self._sessions.values())
+
     async def resolve_confirmation(
         self,
         session: str,
@@ -327,10 +395,14 @@ class MemoryStore:
         follow_up: TurnInput,
         events: Sequence[TurnEvent],
         now: float,
+        status: ConfirmationStatus | None = None,
+        reason: str | None = None,
         alongside: Callable[[StoreHandle], None] | None = None,
     ) -> tuple[TurnRecord, list[TurnEvent]]:
         rows = encode_events(session, events)
-        answer = confirmation_answer(accepted, by, follow_up_turn, now)
+        answer = confirmation_answer(
+            accepted, by, follow_up_turn, now, status=status, reason=reason
+        )
         turn = new_turn(
             session, follow_up_turn, follow_up.model_dump_json(), kind=TurnKind.TURN, now=now
         )

@@ -29,7 +29,16 @@ from agent.seams import (
 from storage.records import EncodedCommit, encode_commit, event_rows, turn_changes
 from storage.sql import commit_postgres as sql_commit_postgres
 from storage.sql.driver import INTEGRITY_ERRORS, DriverStatement
-from storage.sql.schema import confirmations, events, facts, messages, sessions, steps, turns
+from storage.sql.schema import (
+    approval_timers,
+    confirmations,
+    events,
+    facts,
+    messages,
+    sessions,
+    steps,
+    turns,
+)
 
 R = TypeVar("R")
 
@@ -267,7 +276,7 @@ def _step_fence(
 
 _INSERT = {
     table: DriverStatement(insert(table))
-    for table in (steps, messages, events, confirmations, facts)
+    for table in (steps, messages, events, confirmations, facts, approval_timers)
 }
 
 
@@ -309,6 +318,7 @@ def write_rows(
         insert_many(conn, events, event_rows(session, encoded.events, last_seq))
         insert_many(conn, confirmations, encoded.confirmations)
         insert_many(conn, facts, encoded.facts)
+        insert_many(conn, approval_timers, encoded.timers)
     except INTEGRITY_ERRORS as err:
         raise _conflict(session, commit, encoded) from err
     changes = turn_changes(commit, encoded)

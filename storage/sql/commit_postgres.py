@@ -13,7 +13,8 @@ one statement do all of it with the same guarantees:
 - a duplicate step, message or event fails the whole statement (and the transaction), as the
   separate INSERTs did.
 
-Commits with confirmations or facts (rare: a tool asking for one, a fact written), or with more
+Commits with confirmations, facts or expiry timers (rare: a tool asking for one, a fact
+written, a park with a time limit), or with more
 than `MOST_ROWS` rows, take the general path in `storage.sql.commit`.
 """
 
@@ -40,6 +41,7 @@ def fits(conn: Connection, encoded: EncodedCommit) -> bool:
         conn.dialect.name == "postgresql"
         and not encoded.confirmations
         and not encoded.facts
+        and not encoded.timers
         and len(encoded.messages) + len(encoded.events) <= MOST_ROWS
     )
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import delete, insert, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
@@ -25,6 +25,7 @@ from agent.seams import (
     SessionStatus,
     SessionSuspendedError,
     StepConflictError,
+    TimerKind,
     TurnRecord,
 )
 from storage.ledger_records import (
@@ -37,7 +38,15 @@ from storage.ledger_records import (
 )
 from storage.records import EventRow, event_rows, suspended_message, turn_record
 from storage.sql.commit import fence, insert_many
-from storage.sql.schema import confirmations, events, facts, receipts, sessions, turns
+from storage.sql.schema import (
+    approval_timers,
+    confirmations,
+    events,
+    facts,
+    receipts,
+    sessions,
+    turns,
+)
 
 # -- confirmations ------------------------------------------------------------------------------
 
@@ -59,6 +68,12 @@ def list_confirmations(
     query = select(confirmations).where(confirmations.c.session_key == session)
     if status is not None:
         query = query.where(confirmations.c.status == ConfirmationStatus(status).value)
+    rows = conn.execute(query.order_by(confirmations.c.id)).mappings()
+    return [confirmation_record(row) for row in rows]
+
+
+def pending_confirmations(conn: Connection) -> list[ConfirmationRecord]:
+    query = select(confirmations).where(confirmations.c.status == ConfirmationStatus.PENDING.value)
     rows = conn.execute(query.order_by(confirmations.c.id)).mappings()
     return [confirmation_record(row) for row in rows]
 
@@ -102,6 +117,13 @@ def resolve_confirmation(
         created = conn.execute(insert(turns).values(values).returning(turns.c.id)).scalar_one()
     except IntegrityError as err:
         raise ResumeConflictError(f"turn {follow_up['turn_id']!r} exists already") from err
+    conn.execute(
+        delete(approval_timers).where(
+            approval_timers.c.session_key == session,
+            approval_timers.c.kind == TimerKind.CONFIRMATION.value,
+            approval_timers.c.request_id == confirmation_id,
+        )
+    )
     last_seq = int(state.event_seq)
     insert_many(conn, events, event_rows(session, new_events, last_seq))
     return turn_record({**values, "id": created}), last_seq

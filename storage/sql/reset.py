@@ -25,6 +25,7 @@ from storage.records import EventRow, event_rows, reset_result
 from storage.sql.commit import fence, insert_many
 from storage.sql.schema import (
     ARCHIVED,
+    approval_timers,
     archived_events,
     archived_facts,
     archived_messages,
@@ -87,6 +88,8 @@ def apply_reset(
         )
         .values(status=ConfirmationStatus.EXPIRED.value, resolved_at=now)
     )
+    # Nothing of the old generation is left to expire.
+    conn.execute(delete(approval_timers).where(approval_timers.c.session_key == session))
     # Turns queued behind the reset run in the generation it starts.
     conn.execute(
         update(turns)

@@ -47,6 +47,8 @@ sessions = Table(
     # Canonical JSON (sorted keys): a resume compares it as text with what the resumer read.
     Column("pending", Text, nullable=True),
     Column("updated_at", Double, nullable=False, server_default="0"),
+    # `list_parked`: the parked sessions, for who-may-answer-what across sessions.
+    Index("ix_sessions_status", "status"),
 )
 
 turns = Table(
@@ -67,8 +69,14 @@ turns = Table(
     # generation's `list_turns` shows them.
     Column("generation", Integer, nullable=False, server_default="0"),
     Column("created_at", Double, nullable=False),
+    # Who asked the turn to stop, with `cancel_reason` (`AgentSession.stop(by=...)`).
+    Column("cancelled_by", Text, nullable=True),
+    # `TurnInput.speaker_key` (`<team>:<user>` of an attested speaker): a person's own recent
+    # turns across sessions. Copied out of `input` because the store never queries inside JSON.
+    Column("speaker", Text, nullable=True),
     UniqueConstraint("session_key", "turn_id", name="uq_turns_session_turn"),
     Index("ix_turns_session_status_id", "session_key", "status", "id"),
+    Index("ix_turns_speaker_id", "speaker", "id"),
 )
 
 messages = Table(
@@ -130,7 +138,34 @@ confirmations = Table(
     Column("follow_up_turn", Text, nullable=True),
     Column("created_at", Double, nullable=False),
     Column("resolved_at", Double, nullable=True),
+    # What the person said with their answer (scrubbed); NULL when they said nothing.
+    Column("reason", Text, nullable=True),
+    # When it expires if nobody answers (its timer's due time); NULL: never.
+    Column("expires_at", Double, nullable=True),
     UniqueConstraint("session_key", "confirmation_id", name="uq_confirmations_session_id"),
+    # Pending confirmations across sessions: who may answer what.
+    Index("ix_confirmations_status_id", "status", "id"),
+)
+
+approval_timers = Table(
+    "approval_timers",
+    metadata,
+    # One row per request put to a person with a time limit, committed with the request (the
+    # park's checkpoint, the proposal), deleted in the transaction that ends it (an answer, a
+    # stop, a reset, its own expiry). Whichever process sweeps first applies a due one.
+    Column("id", RowId, primary_key=True, autoincrement=True),
+    Column("session_key", Text, nullable=False),
+    # `input` (a park: `request_id` is the input id) or `confirmation` (the confirmation id).
+    Column("kind", Text, nullable=False),
+    Column("turn_id", Text, nullable=False),
+    Column("request_id", Text, nullable=False),
+    Column("due_at", Double, nullable=False),
+    Column("expires_after", Double, nullable=False),
+    Column("created_at", Double, nullable=False),
+    UniqueConstraint(
+        "session_key", "kind", "turn_id", "request_id", name="uq_approval_timers_request"
+    ),
+    Index("ix_approval_timers_due_at", "due_at"),
 )
 
 receipts = Table(
@@ -246,6 +281,7 @@ STORE_TABLES = (
     confirmations,
     receipts,
     facts,
+    approval_timers,
     archived_messages,
     archived_steps,
     archived_events,

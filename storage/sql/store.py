@@ -16,12 +16,13 @@ same at message 10 or 10,000.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
 from sqlalchemy.engine import Connection
 
 from agent.seams import (
+    ApprovalTimer,
     ArchivedGeneration,
     ConfirmationRecord,
     ConfirmationStatus,
@@ -105,7 +106,12 @@ class SqlStore:
         alongside: Callable[[StoreHandle], None] | None = None,
     ) -> tuple[TurnRecord, bool]:
         row = new_turn(
-            session, turn_id, input.model_dump_json(), kind=TurnKind.TURN, now=time.time()
+            session,
+            turn_id,
+            input.model_dump_json(),
+            kind=TurnKind.TURN,
+            now=time.time(),
+            speaker=input.speaker_key,
         )
 
         def body(c: Connection) -> tuple[TurnRecord, bool]:
@@ -145,6 +151,21 @@ class SqlStore:
             lambda c: sql_turns.request_cancel(c, session, turn_id, reason), urgent=True
         )
 
+    async def stop_session(
+        self,
+        session: str,
+        *,
+        reason: str,
+        by: str | None,
+        now: float,
+        ended_park: Callable[[JsonValue], Sequence[TurnEvent]] | None = None,
+    ) -> tuple[list[TurnRecord], list[TurnEvent]]:
+        stopped, logged, last_seq = await self._x.write(
+            lambda c: sql_turns.stop_session(c, session, reason, by, now, ended_park),
+            urgent=True,
+        )
+        return stopped, numbered(logged, last_seq)
+
     async def resume_turn(
         self,
         session: str,
@@ -153,16 +174,22 @@ class SqlStore:
         expected_pending: JsonValue,
         answer_step: str,
         answer: JsonValue,
+        notes: Mapping[str, JsonValue] | None = None,
+        events: Sequence[TurnEvent] = (),
         alongside: Callable[[StoreHandle], None] | None = None,
-    ) -> None:
+    ) -> list[TurnEvent]:
         now = time.time()
+        answers = {answer_step: answer, **(notes or {})}
+        encode_events(session, events)  # refused before the transaction, as a commit's are
 
-        def body(c: Connection) -> None:
-            sql_turns.resume(c, session, turn_id, expected_pending, answer_step, answer, now)
+        def body(c: Connection) -> int:
+            last_seq = sql_turns.resume(c, session, turn_id, expected_pending, answers, events, now)
             if alongside is not None:
                 run_local(c, alongside)
+            return last_seq
 
-        await self._x.write(body, urgent=True)
+        last_seq = await self._x.write(body, urgent=True)
+        return numbered(events, last_seq)
 
     async def get_turn(self, session: str, turn_id: str) -> TurnRecord | None:
         return await self._x.read(lambda c: sql_turns.get_turn(c, session, turn_id))
@@ -175,6 +202,18 @@ class SqlStore:
 
     async def open_turns(self) -> list[TurnRecord]:
         return await self._x.read(sql_turns.open_turns)
+
+    async def list_parked(self) -> list[SessionRecord]:
+        return await self._x.read(sql_turns.list_parked)
+
+    async def recent_turns(self, speaker: str, limit: int) -> list[TurnRecord]:
+        return await self._x.read(lambda c: sql_turns.recent_turns(c, speaker, limit))
+
+    async def due_timers(self, now: float, limit: int = 100) -> list[ApprovalTimer]:
+        return await self._x.read(lambda c: sql_turns.due_timers(c, now, limit))
+
+    async def drop_timer(self, timer: ApprovalTimer) -> None:
+        await self._x.write(lambda c: sql_turns.drop_timer(c, timer))
 
     async def get_session(self, session: str) -> SessionRecord | None:
         return await self._x.read(lambda c: sql_turns.get_session(c, session))
@@ -246,6 +285,9 @@ class SqlStore:
     ) -> list[ConfirmationRecord]:
         return await self._x.read(lambda c: sql_ledgers.list_confirmations(c, session, status))
 
+    async def pending_confirmations(self) -> list[ConfirmationRecord]:
+        return await self._x.read(sql_ledgers.pending_confirmations)
+
     async def resolve_confirmation(
         self,
         session: str,
@@ -257,10 +299,14 @@ class SqlStore:
         follow_up: TurnInput,
         events: Sequence[TurnEvent],
         now: float,
+        status: ConfirmationStatus | None = None,
+        reason: str | None = None,
         alongside: Callable[[StoreHandle], None] | None = None,
     ) -> tuple[TurnRecord, list[TurnEvent]]:
         rows = encode_events(session, events)
-        answer = confirmation_answer(accepted, by, follow_up_turn, now)
+        answer = confirmation_answer(
+            accepted, by, follow_up_turn, now, status=status, reason=reason
+        )
         turn = new_turn(
             session, follow_up_turn, follow_up.model_dump_json(), kind=TurnKind.TURN, now=now
         )

@@ -9,15 +9,17 @@ of the worker holding the session: a turn cannot be queued between a park's chec
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Row, bindparam, exists, func, insert, or_, select, update
+from sqlalchemy import Row, bindparam, case, delete, exists, func, insert, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from agent.seams import (
     UNFINISHED,
+    ApprovalTimer,
     JsonValue,
     Message,
     ResumeConflictError,
@@ -25,6 +27,7 @@ from agent.seams import (
     SessionStatus,
     SessionSuspendedError,
     StepConflictError,
+    TimerKind,
     TranscriptTail,
     TurnEvent,
     TurnKind,
@@ -34,15 +37,18 @@ from agent.seams import (
     message_from_json,
 )
 from storage.json_text import canonical_json, dump_json, load_json
+from storage.ledger_records import timer_record
 from storage.records import (
     OPENING_ROLES,
+    encode_events,
+    event_rows,
     parked_on_other_turn,
     session_record,
     suspended_message,
     turn_record,
 )
 from storage.sql.dialects import SqlDialect
-from storage.sql.schema import events, messages, sessions, steps, turns
+from storage.sql.schema import approval_timers, events, messages, sessions, steps, turns
 
 UNFINISHED_VALUES = [status.value for status in UNFINISHED]
 OPEN_VALUES = [*UNFINISHED_VALUES, TurnStatus.SUSPENDED.value]
@@ -195,13 +201,14 @@ def resume(
     session: str,
     turn_id: str,
     expected_pending: JsonValue,
-    answer_step: str,
-    answer: JsonValue,
+    answer_steps: Mapping[str, JsonValue],
+    new_events: Sequence[TurnEvent],
     now: float,
-) -> None:
+) -> int:
     """Checks under the session row's lock, then writes; any failed check raises before a write
     would be kept. The lock comes first so that every later statement (a fresh snapshot each, on
-    PostgreSQL) sees whatever a racing resume or a reset's enqueue committed while we waited."""
+    PostgreSQL) sees whatever a racing resume or a reset's enqueue committed while we waited.
+    `answer_steps`: the answer's step first, then its notes. Returns the last event seq."""
     state = conn.execute(
         select(sessions.c.status, sessions.c.pending)
         .where(sessions.c.key == session)
@@ -228,19 +235,105 @@ def resume(
     ).rowcount
     if requeued != 1:
         raise ResumeConflictError(f"turn {turn_id!r} is not the parked turn")
-    try:
-        conn.execute(
-            insert(steps).values(
-                session_key=session, turn_id=turn_id, step_id=answer_step, value=dump_json(answer)
+    for step_id, value in answer_steps.items():
+        try:
+            conn.execute(
+                insert(steps).values(
+                    session_key=session, turn_id=turn_id, step_id=step_id, value=dump_json(value)
+                )
             )
-        )
-    except IntegrityError as err:
-        raise ResumeConflictError(f"step {answer_step!r} was answered already") from err
-    conn.execute(
+        except IntegrityError as err:
+            raise ResumeConflictError(f"step {step_id!r} was answered already") from err
+    drop_input_timers(conn, session, turn_id)
+    return _end_park(conn, session, new_events, now)
+
+
+def _end_park(conn: Connection, session: str, new_events: Sequence[TurnEvent], now: float) -> int:
+    """The session row as a park's end leaves it (`running`, no `pending`), with the seqs of
+    `new_events` reserved in the same statement and the events logged; the last seq."""
+    rows = encode_events(session, new_events)
+    last_seq = conn.execute(
         update(sessions)
         .where(sessions.c.key == session)
-        .values(status=SessionStatus.RUNNING.value, pending=None, updated_at=now)
+        .values(
+            status=SessionStatus.RUNNING.value,
+            pending=None,
+            updated_at=now,
+            event_seq=sessions.c.event_seq + len(rows),
+        )
+        .returning(sessions.c.event_seq)
+    ).scalar_one()
+    if rows:
+        conn.execute(insert(events), event_rows(session, rows, int(last_seq)))
+    return int(last_seq)
+
+
+def drop_input_timers(conn: Connection, session: str, turn_id: str) -> None:
+    """A park ended (answered, stopped, expired): its expiry timer has nothing left to do."""
+    conn.execute(
+        delete(approval_timers).where(
+            approval_timers.c.session_key == session,
+            approval_timers.c.kind == TimerKind.INPUT.value,
+            approval_timers.c.turn_id == turn_id,
+        )
     )
+
+
+def stop_session(
+    conn: Connection,
+    session: str,
+    reason: str,
+    by: str | None,
+    now: float,
+    ended_park: Callable[[JsonValue], Sequence[TurnEvent]] | None,
+) -> tuple[list[TurnRecord], list[TurnEvent], int]:
+    """The body of `SqlStore.stop_session`: the stopped turns, the events logged, and the last
+    event seq. Under the session row's lock, so no park or answer commits in between."""
+    state = conn.execute(
+        select(sessions.c.status, sessions.c.pending)
+        .where(sessions.c.key == session)
+        .with_for_update()
+    ).first()
+    if state is None:
+        return [], [], 0
+    asked = {
+        "cancel_reason": func.coalesce(turns.c.cancel_reason, reason),
+        "cancelled_by": case((turns.c.cancel_reason.is_(None), by), else_=turns.c.cancelled_by),
+    }
+    stopped = conn.execute(
+        update(turns)
+        .where(
+            turns.c.session_key == session,
+            turns.c.status.in_(UNFINISHED_VALUES),
+            turns.c.kind == TurnKind.TURN.value,
+            turns.c.cancel_reason.is_(None),
+        )
+        .values(asked)
+        .returning(*turns.c)
+    ).all()
+    # UPDATE ... RETURNING gives no order on PostgreSQL: queue order, as everywhere else.
+    records = sorted((turn_record(row._mapping) for row in stopped), key=lambda t: t.seq)
+    logged: list[TurnEvent] = []
+    last_seq = 0
+    if state.status == SessionStatus.SUSPENDED and state.pending is not None:
+        pending = load_json(state.pending)
+        parked_turn = pending.get("turn_id") if isinstance(pending, dict) else None
+        parked = conn.execute(
+            update(turns)
+            .where(
+                turns.c.session_key == session,
+                turns.c.turn_id == str(parked_turn),
+                turns.c.status == TurnStatus.SUSPENDED.value,
+            )
+            .values(status=TurnStatus.QUEUED.value, **asked)
+            .returning(*turns.c)
+        ).first()
+        logged = list(ended_park(pending)) if ended_park is not None else []
+        last_seq = _end_park(conn, session, logged, now)
+        if parked is not None:
+            drop_input_timers(conn, session, str(parked_turn))
+            records.append(turn_record(parked._mapping))
+    return records, logged, last_seq
 
 
 # -- reads --------------------------------------------------------------------------------------
@@ -264,6 +357,41 @@ def list_turns(conn: Connection, session: str) -> list[TurnRecord]:
         .order_by(turns.c.id)
     )
     return _turns(conn.execute(query).all())
+
+
+def list_parked(conn: Connection) -> list[SessionRecord]:
+    query = (
+        select(sessions)
+        .where(sessions.c.status == SessionStatus.SUSPENDED.value, sessions.c.pending.is_not(None))
+        .order_by(sessions.c.key)
+    )
+    return [session_record(row._mapping) for row in conn.execute(query)]
+
+
+def recent_turns(conn: Connection, speaker: str, limit: int) -> list[TurnRecord]:
+    query = select(turns).where(turns.c.speaker == speaker).order_by(turns.c.id.desc())
+    return _turns(conn.execute(query.limit(limit)).all())
+
+
+def due_timers(conn: Connection, now: float, limit: int) -> list[ApprovalTimer]:
+    query = (
+        select(approval_timers)
+        .where(approval_timers.c.due_at <= now)
+        .order_by(approval_timers.c.due_at, approval_timers.c.id)
+        .limit(limit)
+    )
+    return [timer_record(row) for row in conn.execute(query).mappings()]
+
+
+def drop_timer(conn: Connection, timer: ApprovalTimer) -> None:
+    conn.execute(
+        delete(approval_timers).where(
+            approval_timers.c.session_key == timer.session,
+            approval_timers.c.kind == TimerKind(timer.kind).value,
+            approval_timers.c.turn_id == timer.turn_id,
+            approval_timers.c.request_id == timer.request_id,
+        )
+    )
 
 
 def open_turns(conn: Connection) -> list[TurnRecord]:

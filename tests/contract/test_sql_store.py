@@ -280,6 +280,64 @@ async def test_revision_0004_adds_confirmation_details_and_keeps_older_proposals
     assert await current_revision(url) == "0003"
 
 
+def _columns(url: str, table: str) -> set[str]:
+    engine = create_engine(dialect_for(url).url)
+    try:
+        with engine.connect() as conn:
+            return {c["name"] for c in inspect(conn).get_columns(table)}
+    finally:
+        engine.dispose()
+
+
+async def test_revision_0005_adds_timers_and_answer_columns_and_keeps_older_rows(
+    unmigrated_url: str,
+) -> None:
+    """Rows from before it (a queued turn, a pending proposal) read back with the new columns
+    empty: no speaker (so not among anyone's recent turns), nobody who stopped it, no reason,
+    no expiry; the downgrade removes exactly what it added."""
+    url = unmigrated_url
+    await asyncio.to_thread(_migrate, url, "0004")
+    engine = create_engine(dialect_for(url).url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(
+                text(
+                    "insert into turns (session_key, turn_id, kind, status, input, created_at) "
+                    "values ('s', 't', 'turn', 'queued', :input, 5)"
+                ),
+                {"input": TurnInput(text="old").model_dump_json()},
+            )
+            conn.execute(
+                text(
+                    "insert into confirmations (session_key, confirmation_id, turn_id, call_id, "
+                    "tool, arguments, prompt, status, created_at) values ('s', 't:c', 't', 'c', "
+                    "'refund', '{}', 'Allow refund?', 'pending', 1)"
+                )
+            )
+    finally:
+        engine.dispose()
+
+    await upgrade_database(url)
+    store = await SqlStore.open(url)
+    try:
+        turn = await store.get_turn("s", "t")
+        [pending] = await store.pending_confirmations()
+        assert await store.due_timers(1e12) == []
+    finally:
+        await store.close()
+    assert turn is not None
+    assert (turn.cancelled_by, turn.created_at) == (None, 5.0)
+    assert (pending.confirmation_id, pending.reason, pending.expires_at) == ("t:c", None, None)
+
+    await asyncio.to_thread(_migrate, url, "0004", down=True)
+    assert {"cancelled_by", "speaker"} & await asyncio.to_thread(_columns, url, "turns") == set()
+    added = {"reason", "expires_at"}
+    assert added & await asyncio.to_thread(_columns, url, "confirmations") == set()
+    assert await current_revision(url) == "0004"
+    await upgrade_database(url)  # and up again
+    assert await current_revision(url) == head_revision()
+
+
 TURN_CONTEXT: contextvars.ContextVar[str] = contextvars.ContextVar("turn", default="none")
 
 

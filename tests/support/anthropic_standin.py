@@ -7,7 +7,10 @@ fails the test that made it. A body field that the installed SDK's `messages.cre
 take is refused as the API version it pins refuses it ("<field>: Extra inputs are not
 permitted"); the accepted set is read off the SDK's signature, so it follows SDK upgrades. It is
 stricter than the API in one place on purpose: roles must strictly alternate, so an adapter that
-forgets to batch tool results is caught here.
+forgets to batch tool results is caught here. Prompt caching follows the API's rules
+(`tests.support.anthropic_cache`) on the stand-in's own clock, which a test moves with
+`advance(seconds)`: what a reply reports as read from or written to the cache is what those
+rules give, unless the test scripts the numbers itself.
 
     with AnthropicStandin() as api:
         api.enqueue(sse_reply(Text("Hello")))
@@ -32,6 +35,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from tests.support.anthropic_cache import PromptCache, cache_control_problem
 from tests.support.threaded_server import ThreadedServer
 
 Event = tuple[str, dict[str, Any]]
@@ -192,6 +196,7 @@ class AnthropicStandin:
         self.requests: list[RecordedRequest] = []
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
+        self.cache = PromptCache()
         app = Starlette(routes=[Route("/v1/messages", self._messages, methods=["POST"])])
         self._server = ThreadedServer(app)
 
@@ -204,10 +209,17 @@ class AnthropicStandin:
         return [r.body for r in self.requests]
 
     def reset(self) -> None:
-        """Forget requests and unused replies, so one server can serve a module of tests."""
+        """Forget requests, unused replies and the cache (its clock back to 0), so one server
+        can serve a module of tests."""
         with self._lock:
             self._replies.clear()
             self.requests.clear()
+            self.cache.clear()
+
+    def advance(self, seconds: float) -> None:
+        """Move the stand-in's clock, on which cache entries expire."""
+        with self._lock:
+            self.cache.advance(seconds)
 
     def enqueue(self, *replies: Reply) -> None:
         with self._lock:
@@ -240,13 +252,14 @@ class AnthropicStandin:
         body = await request.json()
         with self._lock:
             self.requests.append(RecordedRequest(body=body, headers=dict(request.headers)))
-        problem = request_problem(body)
+        problem = request_problem(body) or cache_control_problem(body)
         if problem is not None:
             return _error_response(
                 HttpError(400, "invalid_request_error", problem, {"x-should-retry": "false"})
             )
         with self._lock:
             reply = self._replies.popleft() if self._replies else None
+            cached = self.cache.account(body) if isinstance(reply, SseReply) else {}
         match reply:
             case None:
                 return _error_response(
@@ -261,7 +274,7 @@ class AnthropicStandin:
                 return _error_response(reply)
             case SseReply():
                 return StreamingResponse(
-                    _stream(reply.events, body.get("model", "")),
+                    _stream(reply.events, body.get("model", ""), cached),
                     media_type="text/event-stream",
                     headers={"request-id": "req_standin"},
                 )
@@ -354,10 +367,12 @@ def _all_blocks(body: dict[str, Any]) -> Iterable[dict[str, Any]]:
         yield from _blocks(message)
 
 
-async def _stream(events: list[Event], model: str) -> AsyncIterator[bytes]:
+async def _stream(events: list[Event], model: str, cached: dict[str, Any]) -> AsyncIterator[bytes]:
+    """`cached`: the usage the cache rules gave, where the scripted reply did not say."""
     for name, data in events:
         if name == "message_start":
-            data = {**data, "message": {**data["message"], "model": model}}
+            usage = {**cached, **data["message"]["usage"]}
+            data = {**data, "message": {**data["message"], "model": model, "usage": usage}}
         yield f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
         await asyncio.sleep(0)
 

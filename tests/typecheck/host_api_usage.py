@@ -21,18 +21,23 @@ from agent import (
     ConfirmationStatus,
     InputRequest,
     InputRequested,
+    InputResolved,
     JsonData,
+    PendingApproval,
     PolicyAnswerer,
     Principal,
     ReceiptRecord,
     ReceiptStatus,
+    RecentTurn,
     ResumeRequest,
     Runtime,
     Schedule,
     ScriptedModel,
     ScriptedReply,
     SessionStore,
+    SuggestedPrompt,
     ToolContext,
+    TurnCancelled,
     TurnEvent,
     TurnRecord,
     UserAnswerer,
@@ -150,3 +155,48 @@ def declare_answerers() -> list[Schedule]:
         Schedule(name="c", cron="0 9 * * *", seed="s", channel="C1", answerers="U1"),  # type: ignore[arg-type]
         Schedule(name="d", cron="0 9 * * *", seed="s", channel="C1", answerers=typed),
     ]
+
+
+async def the_slack_agent_experience(runtime: Runtime, agent: Agent, who: Principal) -> None:
+    """Issue 16 as a host calls it: Stop, expiry, reasons, the inbox, recent turns, prompts."""
+    session = runtime.session(agent, "slack:T1:C1:1.0")
+    stopped: list[str] = await session.stop(by="U1")
+    await session.stop(by=7)  # type: ignore[arg-type]
+    await session.resume("t1", "ok", False, by="U1", reason="wrong amount")
+    await session.confirm("t1:c1", False, principal=who, reason="not a vendor")
+    await session.confirm("t1:c1", False, reason=["no"])  # type: ignore[arg-type]
+    expired: int = await runtime.expire_due()
+    await runtime.expire_due(now=1.0)
+    inbox: list[PendingApproval] = await runtime.answerable(who)
+    for item in inbox:
+        if item.kind == "input":
+            await runtime.session(agent, item.session).resume(
+                item.turn_id, item.request_id, True, principal=who, digest=item.digest
+            )
+        else:
+            await runtime.session(agent, item.session).confirm(item.request_id, True, principal=who)
+    recent: list[RecentTurn] = await runtime.recent_turns(who, limit=5)
+    prompts: tuple[SuggestedPrompt, ...] = tuple(agent.suggested_prompts)
+    assert stopped or expired or recent or prompts
+
+
+def how_it_ended(event: TurnEvent) -> str:
+    """A renderer's view of how parks end and who stopped a turn."""
+    match event:
+        case InputResolved(outcome="expired"):
+            return f"{event.input_id} expired"
+        case InputResolved():
+            return f"{event.input_id} {event.outcome} by {event.by}"
+        case TurnCancelled(by=None):
+            return event.reason
+        case TurnCancelled():
+            return f"stopped by <@{event.by}>"
+        case _:
+            return event.type
+
+
+async def ask_with_a_deadline(ctx: ToolContext) -> JsonData:
+    answer: JsonData = await ctx.request_input(id="ok", prompt="OK?", expires_after=3600)
+    reason: str | None = ctx.answer_reason("ok")
+    await ctx.request_input(id="ok", prompt="OK?", expires_after="1h")  # type: ignore[arg-type]
+    return answer if reason is None else reason

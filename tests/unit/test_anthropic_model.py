@@ -6,6 +6,7 @@ itself, and every assertion about what was sent reads the JSON body the stand-in
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import logging
@@ -266,6 +267,32 @@ async def test_tool_error_is_sent_with_is_error(
     assert "is_error" not in first
     assert second["is_error"] is True
     assert json.loads(second["content"]) == {"error": "KeyError: 'Paris'"}
+
+
+async def test_the_engines_note_follows_the_tool_result_as_a_text_block_of_its_own(
+    api: AnthropicStandin, model: AnthropicModel
+) -> None:
+    api.enqueue(sse_reply(Text("Understood.")))
+    user, assistant, ok, _ = tool_exchange()
+    noted = ToolMessage(
+        turn_id=T,
+        call_id="tu_b",
+        name="weather",
+        result={"refunded": False},
+        note="The answer to 'approve' came with a reason from U1: wrong amount",
+    )
+
+    await collect(model, ask(user, assistant, ok, noted))
+
+    first, second = api.bodies[0]["messages"][2]["content"]
+    assert first["content"] == '{"found": [1, 2]}', "a result without a note is sent as before"
+    assert second["content"] == [
+        {"type": "text", "text": '{"refunded": false}'},
+        {
+            "type": "text",
+            "text": "The answer to 'approve' came with a reason from U1: wrong amount",
+        },
+    ]
 
 
 async def test_user_text_after_tool_results_joins_their_message(
@@ -866,3 +893,40 @@ def test_a_thinking_budget_the_api_refuses_fails_at_construction(
         AnthropicModel(api_key=KEY, thinking=True, thinking_budget=budget, max_tokens=max_tokens)
 
     assert str(info.value) == problem
+
+
+# -- cache lifetime across a wait for a person --------------------------------------------------
+
+HOUR = {"type": "ephemeral", "ttl": "1h"}
+
+
+def _breakpoints(body: dict[str, Any]) -> list[dict[str, Any]]:
+    blocks = [*body.get("tools", []), *body.get("system", [])]
+    blocks += [b for m in body["messages"] for b in m["content"]]
+    return [b["cache_control"] for b in blocks if "cache_control" in b]
+
+
+@pytest.mark.parametrize(
+    ("may_wait", "name", "long_cache", "expected"),
+    [
+        (True, "claude-sonnet-4-6", True, HOUR),
+        (False, "claude-sonnet-4-6", True, EPHEMERAL),
+        (True, "claude-sonnet-4-6", False, EPHEMERAL),
+        (True, "my-gateway-alias", True, EPHEMERAL),
+    ],
+)
+async def test_a_request_the_turn_may_wait_after_is_cached_for_an_hour(
+    api: AnthropicStandin,
+    client: AsyncAnthropic,
+    may_wait: bool,
+    name: str,
+    long_cache: bool,
+    expected: dict[str, str],
+) -> None:
+    """Every breakpoint gets the same lifetime: a 1-hour one may not follow a 5-minute one."""
+    api.enqueue(sse_reply(Text("ok")))
+    adapter = AnthropicModel(client=client, model=name, long_cache=long_cache, restart_delay=0)
+
+    await collect(adapter, dataclasses.replace(ask(), may_wait=may_wait))
+
+    assert _breakpoints(api.bodies[0]) == [expected] * 3

@@ -94,6 +94,8 @@ OLD_CONFIRMATION_EVENT = (
     '"call_id":"c1","tool":"wire","arguments":{"to":"bob"},"prompt":"Allow wire with {\\"to\\": '
     '\\"bob\\"}?","answerers":{"user":"U1"},"details":null,"status":"pending"}}'
 )
+COLUMNS_OF_0005: dict[str, Any] = {"reason": None, "expires_at": None}
+"""Columns revision 0005 added to `confirmations` (NULL for a proposal without them)."""
 OLD_CONFIRMATION_ROW: dict[str, Any] = {
     "session_key": "s2",
     "confirmation_id": "T2:c1",
@@ -165,7 +167,7 @@ def test_an_old_confirmation_event_and_row_round_trip() -> None:
 
     record = confirmation_record(OLD_CONFIRMATION_ROW)
     assert record.answerers == UserAnswerer(user="U1")
-    assert confirmation_values(record) == OLD_CONFIRMATION_ROW
+    assert confirmation_values(record) == {**OLD_CONFIRMATION_ROW, **COLUMNS_OF_0005}
 
 
 # -- digests: pinned to what the dict code computed -------------------------------------------
@@ -253,7 +255,10 @@ async def test_a_park_stores_what_the_dict_code_stored() -> None:
         pending = await session.pending()
     record = await store.get_session("s1")
     assert record is not None
-    assert _canonical(record.pending) == _canonical(OLD_CHECKPOINT)
+    # Issue 16 added when the turn parked (for who-may-answer-what); nothing else changed.
+    checkpoint = dict(record.pending)
+    assert isinstance(checkpoint.pop("parked_at"), float)
+    assert _canonical(checkpoint) == _canonical(OLD_CHECKPOINT)
     assert _canonical(parked.to_json()) == _canonical(OLD_RESULT)
     [requested] = [e for e in await store.read_events("s1") if e.type == "input.requested"]
     assert event_to_json(requested) == OLD_INPUT_EVENT
@@ -282,4 +287,5 @@ async def test_a_proposal_stores_what_the_dict_code_stored() -> None:
     assert event_to_json(requested) == OLD_CONFIRMATION_EVENT
     assert isinstance(requested.confirmation, ConfirmationRequest)
     row = confirmation_values(proposal)
-    assert {**row, "created_at": 0} == {**OLD_CONFIRMATION_ROW, "created_at": 0}
+    expected = {**OLD_CONFIRMATION_ROW, **COLUMNS_OF_0005, "created_at": 0}
+    assert {**row, "created_at": 0} == expected

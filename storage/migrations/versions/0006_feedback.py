@@ -12,7 +12,7 @@ they may answer appears or goes.
 Written out by hand so it keeps creating exactly what it created on the day it shipped.
 
 Revision ID: 0006
-Revises: 0004 (0005, the approval timers, is being written beside it; this moves onto it then)
+Revises: 0005
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0006"
-down_revision: str | None = "0004"
+down_revision: str | None = "0005"
 branch_labels: str | None = None
 depends_on: str | None = None
 
