@@ -49,16 +49,13 @@ class Prompt:
 
 
 def suggested_prompts(agent: Agent) -> list[Prompt]:
-    """The agent's suggested prompts, as Slack takes them (at most four, each a title and a
-    message). Read defensively: an agent loaded without any has none."""
-    found: list[Prompt] = []
-    for entry in getattr(agent, "suggested_prompts", None) or ():
-        title = getattr(entry, "title", None)
-        message = getattr(entry, "message", None)
-        if isinstance(entry, dict):
-            title, message = entry.get("title"), entry.get("message")
-        if isinstance(title, str) and isinstance(message, str) and title and message:
-            found.append(Prompt(title=title[:75], message=message))
+    """The agent's suggested prompts (`prompts.md` in its directory), as Slack takes them: at
+    most four, each a non-empty title and message."""
+    found = [
+        Prompt(title=p.title[:75], message=p.message)
+        for p in agent.suggested_prompts
+        if p.title.strip() and p.message.strip()
+    ]
     return found[:MAX_PROMPTS]
 
 

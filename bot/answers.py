@@ -58,7 +58,8 @@ Ack = Callable[[], Awaitable[Any]]
 
 NOT_ALLOWED = "You can't answer this request: {why}"
 STALE = (
-    "This request is no longer pending (it was answered already, or the conversation was reset)."
+    "This request is no longer pending (it was answered already, it expired or was stopped, or "
+    "the conversation was reset)."
 )
 MISMATCH = (
     "That button does not match the request waiting in this conversation; nothing was changed."
@@ -347,7 +348,7 @@ class AnswerHandler:
                 granted=granted,
                 digest=ref.digest,
                 alongside=wake,
-                **_reason(click),
+                reason=click.reason,
             )
         else:
             granted = await grant_confirmation(
@@ -360,7 +361,7 @@ class AnswerHandler:
                 principal=click.principal,
                 granted=granted,
                 alongside=wake,
-                **_reason(click),
+                reason=click.reason,
             )
         # Listening before the drain the answer queued has run: its first tokens show live.
         self.kick(ref.session)
@@ -380,6 +381,10 @@ class AnswerHandler:
         post = await self.delivery.get_post(ref.post_key)
         if not _shown_in(post, click) or not await self._gone(session, ref):
             await self._ephemeral(click, MISMATCH)
+            return
+        if post is not None and post.body.get("settled"):
+            # Ended without an answer (expired, stopped); its message says so already.
+            await self._ephemeral(click, STALE)
             return
         answered = (post.body.get("answered") if post else None) or await self._answer_of(
             session, ref
@@ -478,10 +483,6 @@ def _answered(click: Click) -> dict[str, Any]:
     if click.reason:
         answered["reason"] = click.reason
     return answered
-
-
-def _reason(click: Click) -> dict[str, Any]:
-    return {"reason": click.reason} if click.reason else {}
 
 
 def _posted_as(post: Post | None, click: Click) -> str | None:

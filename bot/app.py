@@ -17,7 +17,7 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from slack_bolt.adapter.starlette.async_handler import to_starlette_response
 from slack_bolt.async_app import AsyncApp, AsyncBoltRequest
@@ -32,13 +32,13 @@ if TYPE_CHECKING:
     from storage.redis.dispatch import RedisDispatcher
     from storage.redis.events import RedisEventRelay
 
-from agent import Agent, Model, Runtime, SessionStore
+from agent import Agent, Model, Runtime, SessionStore, TurnEvent
 from bot.agent_entry import AgentEntry
 from bot.answers import AnswerHandler
 from bot.deny_reason import ModalSeal
 from bot.feedback import FeedbackHandler
 from bot.heap import freeze_startup_heap
-from bot.home import HomeTab, Inbox
+from bot.home import HomeTab
 from bot.listeners import ACKS_IN_FLIGHT, Listeners
 from bot.payload_shape import problem as payload_problem
 from bot.rendering import RenderSettings
@@ -81,11 +81,7 @@ class SlackBot:
         self.owner = owner or f"bot-{uuid.uuid4().hex[:10]}"
         signing = settings.slack_signing_secret
         self.verifier = SignatureVerifier(signing.get_secret_value() if signing else "")
-        # TODO(engine i16): `runtime` itself once the engine has answerable / recent_turns.
-        inbox = cast(Inbox, runtime) if hasattr(runtime, "answerable") else None
-        self.home = (
-            HomeTab(inbox=inbox, delivery=delivery, client=client) if inbox is not None else None
-        )
+        self.home: HomeTab | None = HomeTab(inbox=runtime, delivery=delivery, client=client)
         self.renderers = RendererPool(
             runtime=runtime,
             delivery=delivery,
@@ -108,7 +104,7 @@ class SlackBot:
             delivery=delivery,
             client=client,
             kick=self.renderers.kick,
-            inbox=inbox,
+            inbox=runtime,
             home=self.home,
             seal=_modal_seal(settings),
         )
@@ -147,16 +143,37 @@ class SlackBot:
         self._dispatcher: RedisDispatcher | None = None
         self._serving: asyncio.Task[None] | None = None
         self._relay: RedisEventRelay | None = None
+        self._unwatch: Callable[[], None] | None = None
+        self._waking: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
         if not self._started:
             self._started = True
             if self.settings.redis_url:
                 self._start_dispatch(self.settings.redis_url)
+            self._unwatch = self.runtime.hub.subscribe(self._on_event)
             self.runtime.start_recovery()
             self.renderers.start()
             for key in await self.delivery.active_sessions():
                 self.renderers.kick(key)
+
+    def _on_event(self, event: TurnEvent) -> None:
+        """A request ended in this process without anyone from Slack (an expiry timer this
+        process's sweep or clock applied, an answer from host code): wake the thread's renderer,
+        durably, so the request is shown settled and the turn it resumes is shown at all.
+        (A click wakes it with the answer, in the answer's own transaction.)"""
+        if event.type in ("input.resolved", "confirmation.resolved"):
+            task = asyncio.create_task(self._wake(event.session))
+            self._waking.add(task)
+            task.add_done_callback(self._waking.discard)
+
+    async def _wake(self, key: str) -> None:
+        try:
+            if await self.delivery.get_target(key) is not None:
+                await self.delivery.mark_active(key, time.time())
+                self.renderers.kick(key)
+        except Exception:
+            log.exception("could not wake a thread's renderer", extra={"session": key})
 
     def _start_dispatch(self, url: str) -> None:
         """With Redis, what one process queues or cancels reaches the workers at once, and the
@@ -177,6 +194,8 @@ class SlackBot:
         self._relay.attach(self.runtime)
 
     async def close(self) -> None:
+        if self._unwatch is not None:
+            self._unwatch()
         if self._relay is not None:
             await self._relay.close()
         if self._dispatcher is not None:

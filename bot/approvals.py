@@ -140,6 +140,23 @@ def stopped_verdict(by: str | None) -> str:
     return f":octagonal_sign: Stopped{who}: this request is no longer pending."
 
 
+def resolution(outcome: str, by: str | None, reason: str | None = None) -> str:
+    """What a request's message says once it ended, from the engine's `input.resolved` /
+    `confirmation.resolved` outcome."""
+    match outcome:
+        case "expired":
+            return EXPIRED
+        case "cancelled":
+            return stopped_verdict(by)
+        case "accepted" | "denied":
+            verdict = verdict_text(outcome == "accepted", by)
+        case _:  # answered (a park's value is the tool's to read, not ours)
+            verdict = (
+                f":white_check_mark: Answered by <@{by}>" if by else ":white_check_mark: Answered"
+            )
+    return f"{verdict}: {reason}" if reason and outcome != "accepted" else verdict
+
+
 def answered_message(body: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
     """Text and blocks of an approval message once settled: answered (`body["answered"]` says
     how), or ended without an answer (`body["settled"]`: expired, stopped)."""

@@ -43,6 +43,13 @@ BOT_METHODS: Mapping[str, tuple[str, ...]] = {
     "agents.sessions.setStatus": ("chat:write",),
     # The agent's suggested prompts in a new assistant thread and in the app's Messages tab.
     "assistant.threads.setSuggestedPrompts": ("assistant:write",),
+    # The App Home tab (the approval inbox) and the Deny modal: no scope, the view is the
+    # app's own (https://docs.slack.dev/reference/methods/views.publish, views.open).
+    "views.publish": (),
+    "views.open": (),
+    # The inbox's link to each request's thread (https://docs.slack.dev/reference/methods/
+    # chat.getPermalink: no scope).
+    "chat.getPermalink": (),
     # After a crash: is a post whose answer was lost in the thread (or, for a top-level
     # proactive post, the channel) already? Found by the key in its metadata, or for a stream
     # (which cannot carry metadata until it stops) as the bot's one unclaimed message there.

@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agent import Agent, Runtime, TurnStatus
+from agent import Agent, Runtime
 from bot.inbound import is_slack_id, is_slack_ts, session_key
 from storage.delivery.store import DeliveryStore
 
@@ -113,12 +113,7 @@ class Stops:
         self.renderers.kick(key)
 
     async def _stop(self, key: str, by: str) -> list[str]:
-        """Cancel the session's unfinished turns durably (parked ones included)."""
+        """Cancel the session's unfinished turns durably, parked ones included (one engine call,
+        the same any surface's Stop makes)."""
         session = self.runtime.session(self.agent, key)
-        stopped: list[str] = []
-        for turn in await session.turns():
-            if turn.status in (TurnStatus.QUEUED, TurnStatus.RUNNING) and await session.cancel(
-                turn.turn_id, STOPPED
-            ):
-                stopped.append(turn.turn_id)
-        return stopped
+        return await session.stop(by=by, reason=STOPPED)

@@ -95,6 +95,20 @@ class ApprovalPosts:
         for post in await self.delivery.posts(self.key, kind="approval", states=("answered",)):
             await self.show_answered(post)
 
+    async def resolved(self, kind: str, ident: str, verdict: str) -> None:
+        """The request ended (answered, expired, stopped): unless a click showed it already,
+        its message says how and loses its buttons."""
+        suffix = f"|{kind}|{ident}"
+        posts = await self.delivery.posts(self.key, kind="approval")
+        post = next((p for p in reversed(posts) if p.post_key.endswith(suffix)), None)
+        if post is None or post.state == "answered":
+            return  # never posted here; or answered by a click whose mark shows it
+        if post.body.get("answered") or post.body.get("settled"):
+            return
+        await self.show_answered(
+            Post(**{**post.__dict__, "body": {**post.body, "settled": verdict}})
+        )
+
     async def settle(self, turn_id: str, verdict: str) -> None:
         """The turn's requests ended without an answer (stopped, expired): each says so and
         loses its buttons. One already answered keeps its answer."""

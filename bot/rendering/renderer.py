@@ -22,7 +22,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import TurnEvent, TurnStatus
 from agent.seams import SessionStore, TurnKind
-from bot.approvals import ApprovalRef, confirmation_prompt, stopped_verdict
+from bot.approvals import ApprovalRef, confirmation_prompt, resolution, stopped_verdict
 from bot.feedback import feedback_blocks
 from bot.rendering.approval_posts import ApprovalPosts
 from bot.rendering.lease import DeliveryLease, RenderSettings
@@ -234,8 +234,15 @@ class SessionRenderer:
                     ref, confirmation_prompt(confirmation), confirmation.answerers
                 )
                 await self.status.suspended()
-            case "confirmation.resolved" | "input.resolved":
-                pass
+            case "input.resolved":
+                # However the park ended (a click, an expiry, a Stop, an answer from elsewhere),
+                # its request stops offering buttons; a click has said so already.
+                verdict = resolution(event.outcome, event.by, event.reason)
+                await self.approvals.resolved("input", event.input_id, verdict)
+            case "confirmation.resolved":
+                # (Its turn is the follow-up the answer queued, not the proposing turn.)
+                verdict = resolution(event.outcome, event.by, event.reason)
+                await self.approvals.resolved("confirm", event.confirmation_id, verdict)
             case "turn.completed":
                 view = await self.replies.view_for(event.turn_id)
                 await self._end(view, None, feedback=True)
@@ -250,7 +257,7 @@ class SessionRenderer:
                 await self._end(view, FAILED)
             case "turn.cancelled":
                 view = await self.replies.view_for(event.turn_id)
-                by = getattr(event, "by", None)
+                by = event.by
                 footer = FOOTERS.get(event.reason, f"_cancelled ({event.reason})_")
                 if event.reason == STOPPED and by:
                     footer = f"_stopped by <@{by}>_"

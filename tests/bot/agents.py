@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import text
@@ -12,8 +11,10 @@ from sqlalchemy import text
 from agent import (
     Agent,
     AnswerRequest,
+    RequestExpiredError,
     ScriptedModel,
     ScriptedReply,
+    SuggestedPrompt,
     ToolCall,
     ToolContext,
     TriggerMessage,
@@ -83,6 +84,21 @@ async def long_task(name: str, ctx: ToolContext) -> dict[str, Any]:
     return {"stopped": stop in done}
 
 
+@tool
+async def timed_refund(order_id: str, ctx: ToolContext) -> dict[str, Any]:
+    """A refund whose approval waits an hour at most."""
+    try:
+        approved = await ctx.request_input(
+            id="approve-refund",
+            prompt=f"Approve a refund on order {order_id}? (an hour to answer)",
+            schema={"type": "boolean"},
+            expires_after=3600,
+        )
+    except RequestExpiredError:
+        return {"refunded": False, "why": "nobody approved it in time"}
+    return {"refunded": approved is True}
+
+
 HOLDS: list[dict[str, Any]] = []
 """Every hold the provider placed: a confirmed write must land here exactly once."""
 EFFECTS_FILE = "BOT_TEST_EFFECTS_FILE"
@@ -98,6 +114,17 @@ def _record_effect(key: str) -> None:
         log.write(key + "\n")
         log.flush()
         os.fsync(log.fileno())
+
+
+@tool(effect="write", confirmation="required", expires_after=3600)
+async def timed_hold(order_id: str, ctx: ToolContext) -> dict[str, Any]:
+    """Put an order on hold, if someone confirms within the hour."""
+
+    async def hold(authority: Any) -> dict[str, Any]:
+        return {"held": order_id}
+
+    effect = await ctx.run_effect(f"timed-hold:{order_id}", hold)
+    return dict(effect.value)
 
 
 @tool(effect="write", confirmation="required")
@@ -143,6 +170,8 @@ AGENT = Agent(
         escalate,
         wait_for_gate,
         long_task,
+        timed_refund,
+        timed_hold,
         place_hold,
         ship_order,
     ],
@@ -186,6 +215,28 @@ LONG = [
     ScriptedReply(text=["Second part ", "after the long call."]),
 ]
 """A turn in a long tool call that stops early when the turn is cancelled."""
+
+TIMED = [
+    ScriptedReply(
+        text="Asking for approval.",
+        tool_calls=[ToolCall(id="c_timed", name="timed_refund", input={"order_id": "42"})],
+    ),
+    ScriptedReply(text="Nobody approved the refund in time."),
+]
+
+
+def timed_hold_reply(request: Any, step: int) -> ScriptedReply:
+    """Proposes a timed hold; the turn the expiry queues says so."""
+    opening = next(m for m in reversed(request.messages) if m.role in ("user", "trigger"))
+    if isinstance(opening, TriggerMessage):
+        return ScriptedReply(text="The hold expired unconfirmed.")
+    if step == 0:
+        return ScriptedReply(
+            text="Proposing a hold.",
+            tool_calls=[ToolCall(id="c_th", name="timed_hold", input={"order_id": "42"})],
+        )
+    return ScriptedReply(text="The hold waits for your confirmation.")
+
 
 LOOKUP = [
     ScriptedReply(
@@ -313,20 +364,16 @@ def chaos_model() -> ScriptedModel:
     return ScriptedModel(responder=respond)
 
 
-@dataclass(frozen=True)
-class Prompt:
-    title: str
-    message: str
-
-
 PROMPTS = (
-    Prompt("Look up an order", "What is in order 42?"),
-    Prompt("Refund", "Refund order 42, it arrived broken"),
-    Prompt("Hold", "Put order 42 on hold"),
-    Prompt("Ship", "Ship order 42"),
-    Prompt("Anything else", "What can you do?"),
+    SuggestedPrompt(title="Look up an order", message="What is in order 42?"),
+    SuggestedPrompt(title="Refund", message="Refund order 42, it arrived broken"),
+    SuggestedPrompt(title="Hold", message="Put order 42 on hold"),
+    SuggestedPrompt(title="Ship", message="Ship order 42"),
 )
-PROMPTED = Agent(name="test-ops", instructions="Help with orders.", tools=AGENT.tools)
-# TODO(engine i16): `Agent(suggested_prompts=...)` once the engine has it; until then the
-# bot reads the attribute defensively, and this agent carries it the only way it can.
-object.__setattr__(PROMPTED, "suggested_prompts", PROMPTS)
+PROMPTED = Agent(
+    name="test-ops",
+    instructions="Help with orders.",
+    tools=AGENT.tools,
+    authorize_answer=managers_only,
+    suggested_prompts=PROMPTS,
+)

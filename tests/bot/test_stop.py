@@ -8,9 +8,10 @@ import json
 
 import pytest
 
+from bot.approvals import NO_LONGER_PENDING
 from bot.inbound import session_key
-from tests.bot.agents import AGENT, GATE, LONG, model
-from tests.bot.harness import eventually, idle, replies
+from tests.bot.agents import AGENT, GATE, LONG, REFUND, model
+from tests.bot.harness import approval, eventually, idle, replies
 
 CHANNEL = "C0STOP"
 pytestmark = pytest.mark.usefixtures("serving")
@@ -43,7 +44,9 @@ async def test_stop_cancels_the_turn_and_the_model_is_not_called_again(db_url, l
     await eventually(
         lambda: _status(app, key, "cancelled"), what="the turn ends cancelled", within=20
     )
-    await eventually(lambda: any("_stopped" in m.text for m in replies(standin, CHANNEL)))
+    await eventually(
+        lambda: any("stopped by <@U0BOB>" in m.text for m in replies(standin, CHANNEL))
+    )
     await eventually(lambda: idle(standin, CHANNEL))
     assert len(scripted.requests) == calls  # no model call after the Stop
     assert not any("Second part" in m.text for m in replies(standin, CHANNEL))
@@ -77,3 +80,44 @@ async def test_a_stop_from_another_workspace_stops_nothing(db_url, launch, stand
     GATE["long"].set()
     await eventually(lambda: any("Second part" in m.text for m in replies(standin, CHANNEL)))
     await eventually(lambda: _status(app, key, "completed"))
+
+
+def has_buttons(message) -> bool:
+    return any(b["type"] == "actions" for b in message.blocks or [])
+
+
+async def test_stop_ends_a_parked_approval_too(db_url, launch, standin):
+    """Unlike a newer message, which never ends a park: the request loses its buttons and says
+    who stopped it, the turn ends cancelled, a later click is "no longer pending"."""
+    scripted = model(REFUND)
+    app = await launch(db_url, AGENT, scripted)
+    ts = await app.slack.mention("U0ALICE", "refund order 42", channel=CHANNEL)
+    message = await eventually(lambda: approval(standin, CHANNEL))
+    await eventually(lambda: idle(standin, CHANNEL))
+    key = session_key("T0DEMO", CHANNEL, ts)
+    await eventually(lambda: standin.session_of(CHANNEL, ts).status == "suspended")
+    calls = len(scripted.requests)
+
+    assert (await app.slack.stop("U0ALICE", channel=CHANNEL, thread_ts=ts)).status_code == 200
+    await eventually(lambda: _status(app, key, "cancelled"))
+    await eventually(lambda: "Stopped by <@U0ALICE>" in message.text)
+    assert not has_buttons(message)
+    assert await app.session(key).pending() is None
+    await eventually(lambda: standin.session_of(CHANNEL, ts).status == "active")
+    assert len(scripted.requests) == calls
+
+    approve, _ = buttons_of_the_original(standin, message)
+    await app.slack.click("U0ALICE", approve, channel=CHANNEL, message_ts=message.ts, thread_ts=ts)
+    await eventually(lambda: standin.ephemerals)
+    assert "no longer pending" in standin.ephemerals[-1]["text"]
+    assert NO_LONGER_PENDING in message.text or "Stopped by" in message.text
+    assert len(scripted.requests) == calls
+
+
+def buttons_of_the_original(standin, message):
+    """The buttons as first posted (the message has none now): a stale client still shows them."""
+    posted = next(
+        c for c in standin.calls_to("chat.postMessage") if c.response.get("ts") == message.ts
+    )
+    actions = next(b for b in posted.args["blocks"] if b["type"] == "actions")
+    return actions["elements"]
