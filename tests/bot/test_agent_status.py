@@ -44,7 +44,8 @@ async def test_the_session_is_processing_while_the_turn_runs_then_active(db_url,
     last_stop = standin.calls_to("chat.stopStream")[-1]
     assert last_stop.args.get("session_status") == "active"
     assert len(standin.calls_to("agents.sessions.setStatus")) == 1
-    assert standin.statuses[-1]["status"] == ""  # the status line went with the turn
+    # the status line goes with the turn (just after its reply's last words)
+    await eventually(lambda: standin.statuses[-1]["status"] == "")
 
 
 async def test_a_parked_turn_is_suspended_until_the_answer(db_url, launch, standin):
@@ -52,7 +53,7 @@ async def test_a_parked_turn_is_suspended_until_the_answer(db_url, launch, stand
     ts = await app.slack.mention("U0ALICE", "refund order 42", channel=CHANNEL)
     message = await eventually(lambda: approval(standin, CHANNEL))
     await eventually(lambda: session_history(standin, ts)[-1:] == ["suspended"])
-    assert standin.statuses[-1]["status"] == ""
+    await eventually(lambda: standin.statuses[-1]["status"] == "")
 
     approve, _ = buttons(message)
     await app.slack.click("U0ALICE", approve, channel=CHANNEL, message_ts=message.ts, thread_ts=ts)
