@@ -129,8 +129,10 @@ def deny_modal(prompt: str, metadata: str) -> dict[str, Any]:
 
 def reason_of(view: dict[str, Any]) -> str | None:
     """What the person typed, from `view.state.values`; None when they left it empty."""
-    values = (view.get("state") or {}).get("values") or {}
-    field = (values.get(REASON_BLOCK) or {}).get(REASON_ACTION) or {}
+    state = view.get("state")
+    values = state.get("values") if isinstance(state, dict) else None
+    block = values.get(REASON_BLOCK) if isinstance(values, dict) else None
+    field = block.get(REASON_ACTION) if isinstance(block, dict) else None
     text = field.get("value") if isinstance(field, dict) else None
     if not isinstance(text, str) or not text.strip():
         return None

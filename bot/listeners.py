@@ -32,6 +32,7 @@ from bot.home import HomeTab
 from bot.inbound import SlackMessage, is_slack_id, person_message
 from bot.rendering.pool import RendererPool
 from bot.resets import RESET_SHORTCUT, Resets
+from bot.slack_calls import SlackCallError
 from bot.stops import Stops
 from storage.delivery.store import DeliveryStore
 
