@@ -256,4 +256,9 @@ class Listeners:
                     "enterprise": enterprise if is_slack_id(enterprise) else None,
                     "user": event["user"],
                 }
-                await self.home.opened(principal, hash=shown if isinstance(shown, str) else None)
+                try:
+                    await self.home.opened(
+                        principal, hash=shown if isinstance(shown, str) else None
+                    )
+                except SlackCallError as err:
+                    log.warning("could not publish a Home tab", extra={"code": err.code})
