@@ -4,7 +4,6 @@ the clicked message's, stores nothing."""
 
 from __future__ import annotations
 
-import asyncio
 import csv
 import io
 import json
@@ -13,6 +12,7 @@ import pytest
 
 from bot import cli
 from bot.inbound import session_key, turn_id_for
+from bot.ops_cli import feedback_command
 from tests.bot.agents import AGENT, REFUND, SIMPLE, model
 from tests.bot.harness import approval, buttons, eventually, feedback_buttons, idle, replies
 
@@ -117,6 +117,12 @@ async def test_an_unsigned_feedback_click_is_refused(db_url, launch, standin):
     assert await app.bot.delivery.feedback() == []
 
 
+async def export(argv: list[str], url: str) -> int:
+    """`bot feedback ...` as the command line parses and runs it (in this process, without the
+    command's logging setup, which would stay installed for the tests after this one)."""
+    return await feedback_command(cli._parser().parse_args(argv), url)
+
+
 async def test_bot_feedback_exports_csv_and_json_lines(db_url, launch, standin, capsys):
     app = await launch(db_url, AGENT, model(SIMPLE))
     ts, reply = await answered(app, standin)
@@ -125,16 +131,16 @@ async def test_bot_feedback_exports_csv_and_json_lines(db_url, launch, standin, 
     await click(app, element, False, reply, ts)
     capsys.readouterr()
 
-    assert await asyncio.to_thread(cli.main, ["feedback", "--database-url", db_url]) == 0
+    assert await export(["feedback", "--database-url", db_url], db_url) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert [(r["user"], r["team"], r["value"]) for r in rows] == [("U0ALICE", "T0DEMO", "negative")]
     assert rows[0]["turn_id"] == turn_id_for("T0DEMO", CHANNEL, ts)
 
     argv = ["feedback", "--database-url", db_url, "--format", "jsonl", "--since", "1h"]
-    assert await asyncio.to_thread(cli.main, argv) == 0
+    assert await export(argv, db_url) == 0
     (line,) = capsys.readouterr().out.splitlines()
     assert json.loads(line)["session"] == session_key("T0DEMO", CHANNEL, ts)
 
     argv = ["feedback", "--database-url", db_url, "--since", "2999-01-01"]
-    assert await asyncio.to_thread(cli.main, argv) == 0
+    assert await export(argv, db_url) == 0
     assert capsys.readouterr().out.splitlines() == ["clicked_at,team,user,session,turn_id,value"]
