@@ -32,7 +32,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from tests.support.threaded_server import ThreadedServer
+from bot.asgi_server import BackgroundServer
 
 Event = tuple[str, dict[str, Any]]
 
@@ -186,18 +186,18 @@ def http_error(
 
 
 class AnthropicStandin:
-    """A real HTTP server on a free localhost port (uvicorn in a background thread)."""
+    """A real HTTP server on a free localhost port (uvicorn in a thread of its own)."""
 
     def __init__(self) -> None:
         self.requests: list[RecordedRequest] = []
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
         app = Starlette(routes=[Route("/v1/messages", self._messages, methods=["POST"])])
-        self._server = ThreadedServer(app)
+        self._server = BackgroundServer(app)
 
     @property
     def base_url(self) -> str:
-        return self._server.base_url
+        return self._server.url
 
     @property
     def bodies(self) -> list[dict[str, Any]]:
@@ -219,10 +219,10 @@ class AnthropicStandin:
             return len(self._replies)
 
     def start(self) -> None:
-        self._server.start()
+        self._server.start_in_thread()
 
     def stop(self) -> None:
-        self._server.stop()
+        self._server.stop_thread()
 
     def __enter__(self) -> AnthropicStandin:
         self.start()
