@@ -27,6 +27,7 @@ KILLING = float(os.environ.get("BOT_TEST_CHAOS_SECONDS", "10"))
 SETTLE = 120.0
 
 
+@pytest.mark.long
 @pytest.mark.timeout(KILLING + SETTLE + 240)
 async def test_many_workers_survive_kills_and_restarts(
     private_postgres: PrivatePostgres, private_redis: PrivateRedis, tmp_path: Path

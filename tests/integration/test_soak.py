@@ -210,6 +210,7 @@ def soak_db_url(request: pytest.FixtureRequest, database: str) -> str:
     return url
 
 
+@pytest.mark.long
 @pytest.mark.timeout(KILLING + SETTLE + 120)
 @pytest.mark.parametrize(
     ("database", "serving"),
