@@ -128,6 +128,17 @@ async def eventually(check: Callable[[], Any], within: float = 15.0, what: str =
             await asyncio.sleep(0.05)
 
 
+async def settled(before: set[asyncio.Task[Any]]) -> None:
+    """Wait for the work the requests started in this process (Bolt's lazy listeners run after
+    the response) to end, so what it would log, store or send is there to see. `before`:
+    `asyncio.all_tasks()` taken before the requests."""
+
+    def quiet() -> bool:
+        return all(t.done() for t in asyncio.all_tasks() - before - {asyncio.current_task()})
+
+    await eventually(quiet, what="background work of the requests ended")
+
+
 async def rendered_out(db_url: str, within: float = 30.0) -> None:
     """Wait until the bot, in whichever processes, has nothing left to run or show: no turn
     queued or running, and every session's renderer caught up and gone idle (its delivery
