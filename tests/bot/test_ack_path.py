@@ -11,7 +11,6 @@ import logging
 import os
 import signal
 import socket
-import sys
 import time
 from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
@@ -28,6 +27,7 @@ from storage import SqlStore
 from storage.delivery.store import DeliveryStore
 from tests.bot.agents import AGENT, SIMPLE, model
 from tests.bot.harness import SECRET, TOKEN, eventually, idle, replies
+from tests.support import children
 
 CHANNEL = "C0ACK"
 
@@ -173,26 +173,15 @@ async def test_registration_keeps_the_known_user_and_counts_every_registration(d
 
 
 @contextlib.asynccontextmanager
-async def serving(env: dict[str, str], log: Path) -> AsyncIterator[asyncio.subprocess.Process]:
+async def serving(env: dict[str, str], log: Path) -> AsyncIterator[children.Process]:
     """`bot serve` in a process group of its own: with `WEB_CONCURRENCY` it forks web processes,
     and a test that fails must not leave them running, so the whole group is killed after."""
     with log.open("wb") as out:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "bot.cli",
-            "serve",
-            env=env,
-            stdout=out,
-            stderr=out,
-            start_new_session=True,
-        )
+        proc = await children.start("bot.cli", "serve", env=env, stdout=out, stderr=out, group=True)
     try:
         yield proc
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        await proc.wait()
+        await children.kill_group(proc)
 
 
 async def test_bot_serve_runs_web_concurrency_processes_on_one_port(db_url, standin, tmp_path):

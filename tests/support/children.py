@@ -1,5 +1,6 @@
 """Child Python processes for the tests that need a real one (a crash is a SIGKILL, a second
-worker is a second process): one way to start them, read their lines, and end them.
+worker is a second process, a command is run as an operator runs it): one way to start them,
+read their lines, and end them.
 
 Children are asyncio subprocesses, so the test's event loop never blocks on their pipes. Each
 runs a module of this repository (`python -m tests.support.crash_child …`) from its root, with
@@ -9,10 +10,12 @@ unbuffered output, so a line it prints is readable as soon as it is printed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -28,10 +31,14 @@ async def start(
     module: str,
     *args: str,
     env: Mapping[str, str] | None = None,
+    stdout: int | IO[bytes] = asyncio.subprocess.PIPE,
     stderr: int | IO[bytes] | None = asyncio.subprocess.PIPE,
+    group: bool = False,
 ) -> Process:
-    """`python -m module args…`; stdout is a pipe, stderr a pipe unless given (a log file, or
-    None for this process's own). `env` is added to this process's environment."""
+    """`python -m module args…`; stdout a pipe unless given, stderr a pipe unless given (a log
+    file, or None for this process's own). `env` is added to this process's environment.
+    `group`: the child leads a process group of its own, for one that starts others
+    (`kill_group` ends them all)."""
     return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -39,9 +46,29 @@ async def start(
         *args,
         cwd=ROOT,
         env={**os.environ, **(env or {}), "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"},
-        stdout=asyncio.subprocess.PIPE,
+        stdout=stdout,
         stderr=stderr,
+        start_new_session=group,
     )
+
+
+@dataclass(frozen=True)
+class Ran:
+    """A child that ran to its end: its exit code and what it printed."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+async def run(
+    module: str, *args: str, env: Mapping[str, str] | None = None, within: float = 60
+) -> Ran:
+    """`python -m module args…` to its end, as an operator runs a command."""
+    proc = await start(module, *args, env=env)
+    out, err = await asyncio.wait_for(proc.communicate(), within)
+    assert proc.returncode is not None
+    return Ran(proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"))
 
 
 async def wait_line(proc: Process, prefix: str, within: float = 30) -> str:
@@ -82,3 +109,11 @@ async def stop(proc: Process) -> None:
         except TimeoutError:
             proc.kill()
             await proc.wait()
+
+
+async def kill_group(proc: Process) -> None:
+    """SIGKILL the child's whole process group (see `start(group=True)`): its own children too,
+    so a failed test leaves none running."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    await proc.wait()
