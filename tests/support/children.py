@@ -12,13 +12,13 @@ loop was blocked, by the harness rather than by the code under test.)
 
 from __future__ import annotations
 
+import _thread
 import asyncio
 import contextlib
 import os
 import signal
 import subprocess
 import sys
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,8 +44,9 @@ class Process:
         self.stderr: asyncio.StreamReader | None = None
         self._exited: asyncio.Future[int] = loop.create_future()
         self._pipes: list[asyncio.BaseTransport] = []
-        # One thread per child waits for its exit, as asyncio's own child watcher does.
-        threading.Thread(target=self._reap, args=(loop,), daemon=True).start()
+        # One thread per child waits for its exit, as asyncio's own child watcher does; a
+        # low-level one, whose start does not wait for the OS to run it (`Thread.start` does).
+        _thread.start_new_thread(self._reap, (loop,))
 
     async def _connect(self) -> Process:
         if self._popen.stdout is not None:
