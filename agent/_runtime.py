@@ -26,6 +26,7 @@ from agent._agent_def import Agent
 from agent._errors import LeaseLostError, StoreUnavailableError, TurnNotFoundError
 from agent._hitl import Principal
 from agent._inbox import PendingApproval, RecentTurn
+from agent._messages import Message, TriggerMessage, UserMessage
 from agent._redaction import Redactor
 from agent._session import AgentSession
 from agent._sinks import EventHub
@@ -74,6 +75,17 @@ class _CancelNews:
         if runner.turn_id == self.keep or (self.only is not None and runner.turn_id != self.only):
             return
         runner.cancellation.cancel(self.reason)
+
+
+def _recent_end(transcript: list[Message], base: int, at_least: int) -> tuple[list[Message], int]:
+    """The part of a transcript (starting at index `base`) that `load_transcript_tail` reads:
+    at least `at_least` of the latest messages, from the opening of the turn the earliest
+    belongs to. The drain loads it once; without cutting it again before each turn, every turn
+    it ran after the first saw all the history since it began."""
+    for position in range(len(transcript) - max(at_least, 1), 0, -1):
+        if isinstance(transcript[position], UserMessage | TriggerMessage):
+            return transcript[position:], base + position
+    return transcript, base
 
 
 class Runtime:
@@ -469,6 +481,8 @@ class Runtime:
                     transcript, base = [], 0
                     self.notify(lease.session)
                     continue
+                # The turns a drain runs back to back see what a worker resuming at each would.
+                transcript, base = _recent_end(transcript, base, self.context_messages)
                 env = TurnEnv(
                     agent=agent,
                     store=self.store,

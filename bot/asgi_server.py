@@ -1,8 +1,18 @@
-"""Run an ASGI app under uvicorn inside the current event loop, on a socket bound up front.
+"""Run an ASGI app under uvicorn on a socket bound up front: in the current event loop, or in a
+thread with a loop of its own.
 
-Binding first means the caller knows the port before anything listens (port 0 picks a free one),
-and the server is stopped by the same loop that started it, so tests and the offline demo shut
-down cleanly instead of leaving a thread or a port behind.
+Binding first means the caller knows the port before anything listens (port 0 picks a free one).
+`start()`/`stop()` serve in the caller's loop, so the server is stopped by the loop that started
+it and tests and the offline demo shut down cleanly instead of leaving a task or a port behind.
+`start_in_thread()`/`stop_thread()` (or `with`) serve from a thread, for a server that must keep
+answering while the caller's loop is busy or blocked, or has no loop at all (a sync test, a
+child process waiting on it).
+
+Stopping takes as long as the requests still in flight, no longer: uvicorn's own loop looks for
+`should_exit` every 0.1 s, and its shutdown waits 0.1 s, then polls every 0.1 s, for connections
+to close (the test suite stops two servers per bot test: those waits were a sixth of its time).
+Requests still running after `grace` seconds are cancelled, as uvicorn does after its graceful
+timeout.
 """
 
 from __future__ import annotations
@@ -10,44 +20,97 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+import threading
 from types import TracebackType
 from typing import Any
 
 import uvicorn
 
 
+class _Server(uvicorn.Server):
+    """uvicorn's server, woken at once by `exit()` and shut down without fixed waits."""
+
+    def __init__(self, config: uvicorn.Config, *, grace: float) -> None:
+        super().__init__(config)
+        self.grace = grace
+        self._tick: asyncio.Future[None] | None = None
+
+    def exit(self) -> None:
+        """On the server's loop: stop serving now."""
+        self.should_exit = True
+        _wake(self._tick)
+
+    async def main_loop(self) -> None:
+        # uvicorn's ticks (the Date header, request limits) once per 0.1 s, as in its own loop,
+        # but `exit` wakes it at once rather than at the next tick. A future and a timer, not a
+        # task per tick: tests wait for the tasks a request started to end.
+        loop = asyncio.get_running_loop()
+        counter = 0
+        while not await self.on_tick(counter):
+            counter = (counter + 1) % 864000
+            self._tick = loop.create_future()
+            timer = loop.call_later(0.1, _wake, self._tick)
+            try:
+                await self._tick
+            finally:
+                timer.cancel()
+                self._tick = None
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        for server in self.servers:
+            server.close()
+        for sock in sockets or []:
+            sock.close()
+        state = self.server_state
+        for connection in list(state.connections):
+            connection.shutdown()  # an idle keep-alive connection closes now, a busy one after
+        if state.tasks:  # the requests in flight
+            _, late = await asyncio.wait(set(state.tasks), timeout=self.grace)
+            for task in late:
+                task.cancel(msg="the server stopped")
+        for server in self.servers:
+            await server.wait_closed()
+        await self.lifespan.shutdown()
+
+
+def _wake(tick: asyncio.Future[None] | None) -> None:
+    if tick is not None and not tick.done():
+        tick.set_result(None)
+
+
 class BackgroundServer:
-    def __init__(self, app: Any, *, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self, app: Any, *, host: str = "127.0.0.1", port: int = 0, grace: float = 2.0
+    ) -> None:
+        """`grace`: seconds that requests in flight at `stop` get to finish."""
         self._app = app
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind((host, port))
         self.host = host
         self.port: int = self._sock.getsockname()[1]
-        config = uvicorn.Config(
-            app, log_level="warning", lifespan="on", access_log=False, timeout_graceful_shutdown=2
-        )
-        self._server = uvicorn.Server(config)
+        config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
+        self._server = _Server(config, grace=grace)
         self._task: asyncio.Task[None] | None = None
+        self._thread: threading.Thread | None = None
+        self._thread_loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
+    # -- in the caller's loop ------------------------------------------------------------------
+
     async def start(self) -> BackgroundServer:
-        self._task = asyncio.create_task(self._server.serve(sockets=[self._sock]))
-        while not self._server.started:
-            if self._task.done():
-                await self._task
-                raise RuntimeError("the server stopped while starting")
-            await asyncio.sleep(0.01)
+        self._task = asyncio.create_task(self._serve())
+        await self._started()
         return self
 
     async def stop(self) -> None:
         if self._task is None:
             self._sock.close()
             return
-        self._server.should_exit = True
+        self._server.exit()
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
         self._task = None
@@ -63,3 +126,67 @@ class BackgroundServer:
         tb: TracebackType | None,
     ) -> None:
         await self.stop()
+
+    # -- in a thread of its own ----------------------------------------------------------------
+
+    def start_in_thread(self, within: float = 10.0) -> BackgroundServer:
+        """Serve from a daemon thread running its own event loop; returns once it listens."""
+        listening = threading.Event()
+        failed: list[BaseException] = []
+
+        async def main() -> None:
+            self._thread_loop = asyncio.get_running_loop()
+            self._task = asyncio.create_task(self._serve())
+            try:
+                await self._started()
+            except BaseException as exc:
+                failed.append(exc)
+                raise
+            finally:
+                listening.set()
+            await self._task
+
+        self._thread = threading.Thread(target=asyncio.run, args=(main(),), daemon=True)
+        self._thread.start()
+        if not listening.wait(within):
+            raise RuntimeError(f"the server did not start within {within} s")
+        if failed:
+            raise RuntimeError("the server stopped while starting") from failed[0]
+        return self
+
+    def stop_thread(self, within: float = 10.0) -> None:
+        if self._thread is None:
+            self._sock.close()
+            return
+        loop = self._thread_loop
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):  # its loop has ended already
+                loop.call_soon_threadsafe(self._server.exit)
+        self._thread.join(within)
+        self._thread = None
+        self._sock.close()
+
+    def __enter__(self) -> BackgroundServer:
+        return self.start_in_thread()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop_thread()
+
+    # -- both ----------------------------------------------------------------------------------
+
+    async def _serve(self) -> None:
+        await self._server.serve(sockets=[self._sock])
+
+    async def _started(self) -> None:
+        """Wait, on the serving loop, until uvicorn listens (it has no event to wait on)."""
+        assert self._task is not None
+        while not self._server.started:
+            if self._task.done():
+                await self._task
+                raise RuntimeError("the server stopped while starting")
+            await asyncio.sleep(0.005)

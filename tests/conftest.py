@@ -59,10 +59,14 @@ def run_async(coro: Coroutine[Any, Any, T]) -> T:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests that take a PostgreSQL fixture directly are marked `postgres` without saying so."""
+    """Tests that take a PostgreSQL fixture directly are marked `postgres` without saying so.
+    Tests marked `long` run first: in a parallel run one of them started last would keep the
+    run waiting for it alone (xdist hands each worker a run of the list, so they all go to the
+    first worker, and the others take its remaining tests off its queue meanwhile)."""
     for item in items:
         if POSTGRES_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.postgres)
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
 
 # -- PostgreSQL -----------------------------------------------------------------------------

@@ -7,7 +7,7 @@ messages per channel (streams included), and records every call. Faults are queu
     standin.fail("chat.appendStream", "ratelimited", times=5, retry_after=1)
     standin.fail("chat.appendStream", "not_in_streaming_state")
     standin.fail("chat.postMessage", "server_error", applied=True)   # posted, then a 500
-    standin.fail("chat.postMessage", "hang", applied=True)           # posted, never answered
+    standin.fail("chat.postMessage", "hang", applied=True)           # posted, answered only at stop
 
 `response_url` posts land in `standin.responses`. A small control API (`/_standin/...`) lets a
 process that does not hold the object (the benchmark) read calls and queue faults.
@@ -99,6 +99,7 @@ class SlackStandIn(AgentSurfaces):
         self.domain = domain
         self.app_id = app_id
         self._server: BackgroundServer | None = None
+        self._stopping = asyncio.Event()
         self._methods: dict[str, Handler] = {
             "auth.test": self._auth_test,
             "chat.postMessage": self._post_message,
@@ -130,11 +131,13 @@ class SlackStandIn(AgentSurfaces):
     # lifecycle -----------------------------------------------------------------------------
 
     async def start(self, port: int = 0) -> SlackStandIn:
+        self._stopping = asyncio.Event()
         self._server = await BackgroundServer(self.app, port=port).start()
         return self
 
     async def stop(self) -> None:
         if self._server is not None:
+            self._stopping.set()  # calls left hanging (`fail(..., "hang")`) end now
             await self._server.stop()
             self._server = None
 
@@ -184,7 +187,8 @@ class SlackStandIn(AgentSurfaces):
             # looks), which is what a crash right after a successful call looks like.
             if fault.applied:
                 call.response = self._dispatch(method, args)
-            await asyncio.sleep(3600)
+            await self._stopping.wait()
+            return Response("the stand-in stopped", status_code=503)
         if fault is not None and fault.kind == "server_error":
             if fault.applied:
                 self._dispatch(method, args)

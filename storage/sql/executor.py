@@ -32,6 +32,7 @@ transaction of every store passes here, and nowhere else needs to know the drive
 
 from __future__ import annotations
 
+import _thread
 import asyncio
 import collections
 import contextlib
@@ -195,7 +196,19 @@ class ThreadExecutor:
                 target=self._serve, name=f"{self._name}-{len(self._threads)}", daemon=True
             )
             self._threads.append(thread)
-        thread.start()
+        # `Thread.start` returns only once the new thread runs, and a busy machine may take a
+        # while to run it: started from the event loop, that held the loop (130 ms, beside two
+        # CPU hogs). A throwaway low-level thread waits for it instead; the job is queued.
+        _thread.start_new_thread(self._start, (thread,))
+
+    def _start(self, thread: threading.Thread) -> None:
+        try:
+            thread.start()
+        except BaseException:
+            # No thread after all (the process is out of them): the next job tries again.
+            with self._lock:
+                self._threads.remove(thread)
+            raise
 
     def _serve(self) -> None:
         urgent, background = self._lanes

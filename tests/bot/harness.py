@@ -15,13 +15,15 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from agent import Agent
+from agent import Agent, TurnStatus
 from bot.app import SlackBot, open_bot
 from bot.asgi_server import BackgroundServer
 from bot.rendering import RenderSettings
 from bot.settings import Settings
 from bot.testing import SlackDriver, SlackStandIn
 from bot.testing.workspace import Message, is_request
+from storage import SqlStore
+from storage.delivery.store import DeliveryStore
 
 SECRET = "test-signing-secret"
 TOKEN = "xoxb-test-token-123456"
@@ -124,6 +126,39 @@ async def eventually(check: Callable[[], Any], within: float = 15.0, what: str =
             if value:
                 return value
             await asyncio.sleep(0.05)
+
+
+async def settled(before: set[asyncio.Task[Any]]) -> None:
+    """Wait for the work the requests started in this process (Bolt's lazy listeners run after
+    the response) to end, so what it would log, store or send is there to see. `before`:
+    `asyncio.all_tasks()` taken before the requests."""
+
+    def quiet() -> bool:
+        return all(t.done() for t in asyncio.all_tasks() - before - {asyncio.current_task()})
+
+    await eventually(quiet, what="background work of the requests ended")
+
+
+async def rendered_out(db_url: str, within: float = 30.0) -> None:
+    """Wait until the bot, in whichever processes, has nothing left to run or show: no turn
+    queued or running, and every session's renderer caught up and gone idle (its delivery
+    target no longer active: `go_idle` clears it only once the last Slack call has answered).
+    From then on nothing more reaches Slack until something new arrives, so a test that checks
+    nothing was posted twice checks here, not after a sleep that a busy machine may outlast."""
+    store = await SqlStore.open(db_url)
+    delivery = await DeliveryStore.open(db_url)
+    unfinished = (TurnStatus.QUEUED, TurnStatus.RUNNING)
+
+    async def quiet() -> bool:
+        if await delivery.active_sessions():
+            return False
+        return not any(t.status in unfinished for t in await store.open_turns())
+
+    try:
+        await eventually(quiet, within, what="the bot has nothing left to run or show")
+    finally:
+        await delivery.close()
+        await store.close()
 
 
 def approval(standin: SlackStandIn, channel: str) -> Message | None:

@@ -11,9 +11,8 @@ import logging
 import os
 import signal
 import socket
-import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ from storage import SqlStore
 from storage.delivery.store import DeliveryStore
 from tests.bot.agents import AGENT, SIMPLE, model
 from tests.bot.harness import SECRET, TOKEN, eventually, idle, replies
+from tests.support import children
 
 CHANNEL = "C0ACK"
 
@@ -80,23 +80,34 @@ async def test_a_turn_queued_slowly_is_still_rendered(db_url, launch, standin):
     assert [m.text for m in replies(standin, CHANNEL)] == ["Hello from the agent."]
 
 
+async def _ended(turns: Awaitable[list[Any]]) -> bool:
+    return any(t.status.finished for t in await turns)
+
+
 async def test_a_turn_that_ends_while_the_renderer_looks_is_still_rendered(db_url, launch, standin):
     """The renderer reads whether any turn is left before it reads the events: the other way
-    round, a turn run whole between the two reads left the session idle, its reply unshown."""
+    round, a turn run whole between the two reads left the session idle, its reply unshown.
+
+    Made to happen every time: the renderer hears no live events (as when another process runs
+    the turn), the turn starts only once the renderer asks whether any turn is left, and the
+    answer comes once the turn has ended. (Checked: with the reads swapped, this fails.)"""
     app = await launch(db_url, AGENT, model(SIMPLE))
     store = app.bot.runtime.store
-    acquire_lease, list_turns = store.acquire_lease, store.list_turns
+    commit, list_turns = store.commit, store.list_turns
+    asking = asyncio.Event()
 
-    async def late_lease(*args: Any) -> Any:
-        await asyncio.sleep(0.3)  # the renderer's first look finds no event yet
-        return await acquire_lease(*args)
+    async def commit_once_asked(*args: Any) -> Any:
+        await asking.wait()  # the turn's first commit: the renderer's first look found nothing
+        return await commit(*args)
 
-    async def slow_list_turns(key: str) -> Any:
-        await asyncio.sleep(1.0)  # the whole turn runs while the renderer asks
+    async def list_turns_once_ended(key: str) -> Any:
+        asking.set()
+        await eventually(lambda: _ended(list_turns(key)), within=10, what="the turn ended")
         return await list_turns(key)
 
-    store.acquire_lease = late_lease
-    store.list_turns = slow_list_turns
+    store.commit = commit_once_asked
+    store.list_turns = list_turns_once_ended
+    app.bot.renderers.runtime.hub.subscribe = lambda *_, **__: lambda: None  # type: ignore[method-assign]
     await app.slack.mention("U0ALICE", "hello", channel=CHANNEL)
     await eventually(lambda: replies(standin, CHANNEL) and idle(standin, CHANNEL), within=10)
     assert [m.text for m in replies(standin, CHANNEL)] == ["Hello from the agent."]
@@ -162,26 +173,15 @@ async def test_registration_keeps_the_known_user_and_counts_every_registration(d
 
 
 @contextlib.asynccontextmanager
-async def serving(env: dict[str, str], log: Path) -> AsyncIterator[asyncio.subprocess.Process]:
+async def serving(env: dict[str, str], log: Path) -> AsyncIterator[children.Process]:
     """`bot serve` in a process group of its own: with `WEB_CONCURRENCY` it forks web processes,
     and a test that fails must not leave them running, so the whole group is killed after."""
     with log.open("wb") as out:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "bot.cli",
-            "serve",
-            env=env,
-            stdout=out,
-            stderr=out,
-            start_new_session=True,
-        )
+        proc = await children.start("bot.cli", "serve", env=env, stdout=out, stderr=out, group=True)
     try:
         yield proc
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        await proc.wait()
+        await children.kill_group(proc)
 
 
 async def test_bot_serve_runs_web_concurrency_processes_on_one_port(db_url, standin, tmp_path):

@@ -30,7 +30,7 @@ from storage.delivery.schema import DELIVERY_TABLES
 from storage.sql.dialects import dialect_for
 from storage.sql.schema import STORE_TABLES
 from tests.bot.agents import AGENT, SIMPLE, model
-from tests.bot.harness import SECRET, Running, eventually, idle, replies
+from tests.bot.harness import SECRET, Running, eventually, idle, replies, settled
 
 CHANNEL = "C0BAD"
 MARK = "ECHO-MARK"
@@ -124,16 +124,6 @@ async def start(
     # drops any handler added to them before
     logging.getLogger("uvicorn").addHandler(logged)
     return app
-
-
-async def settled(before: set[asyncio.Task[Any]]) -> None:
-    """Wait for the work the requests started in this process (Bolt's lazy listeners run after
-    the response) to end, so what it would log or store is there to see."""
-
-    def quiet() -> bool:
-        return all(t.done() for t in asyncio.all_tasks() - before - {asyncio.current_task()})
-
-    await eventually(quiet, what="background work of the requests ended")
 
 
 async def assert_harmless(url: str, before: dict[str, int], logged: Collected) -> None:

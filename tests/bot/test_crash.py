@@ -3,12 +3,18 @@ posted twice. The bot runs as a real subprocess, killed with SIGKILL."""
 
 from __future__ import annotations
 
-import asyncio
-
 from bot.testing import SlackDriver
 from bot.testing.workspace import is_request
 from tests.bot.agents import AGENT, GATE, GATED, model
-from tests.bot.harness import SECRET, approval, buttons, eventually, idle, replies
+from tests.bot.harness import (
+    SECRET,
+    approval,
+    buttons,
+    eventually,
+    idle,
+    rendered_out,
+    replies,
+)
 from tests.bot.processes import served, spawn, wait_line
 
 CHANNEL = "C0CRASH"
@@ -33,7 +39,7 @@ async def test_reply_posted_exactly_once_after_a_crash_following_the_model_step(
             lambda: any("agent." in m.text for m in replies(standin, CHANNEL)), within=30
         )
         await eventually(lambda: idle(standin, CHANNEL))
-        await asyncio.sleep(1.0)  # a second delivery, if there were one, would land by now
+        await rendered_out(db_url)  # a second delivery, if there were one, has landed by now
     texts = [m.text for m in standin.bot_messages(CHANNEL)]
     assert texts == ["Hello from the agent."]
 
@@ -49,7 +55,7 @@ async def test_an_approval_posted_just_before_a_crash_is_not_posted_again(db_url
 
     async with served(serving, db_url, standin.api_url, "REFUND") as (proc, port):
         await eventually(lambda: standin.calls_to("conversations.replies"), within=30)
-        await asyncio.sleep(1.0)
+        await rendered_out(db_url)  # the lookup's outcome, a second post or none, is in
         assert len([m for m in standin.bot_messages(CHANNEL) if is_request(m)]) == 1
         message = approval(standin, CHANNEL)
         assert message is not None
@@ -95,7 +101,7 @@ async def test_an_approval_answered_while_its_worker_is_dead_is_not_posted_again
                 within=30,
             )
             await eventually(lambda: idle(standin, CHANNEL))
-            await asyncio.sleep(1.0)  # a second request, if there were one, would land by now
+            await rendered_out(db_url)  # a second request, if there were one, has landed by now
     requests = [m for m in standin.bot_messages(CHANNEL) if is_request(m)]
     assert [m.ts for m in requests] == [message.ts]
     assert "Approved by <@U0ALICE>" in message.text

@@ -33,7 +33,15 @@ from bot.inbound import session_key
 from bot.testing import SlackDriver, SlackStandIn
 from bot.testing.workspace import Message, is_request
 from tests.bot.agents import AGENT
-from tests.bot.harness import FAST, RUNTIME_OPTIONS, SECRET, eventually, idle, settings_for
+from tests.bot.harness import (
+    FAST,
+    RUNTIME_OPTIONS,
+    SECRET,
+    eventually,
+    idle,
+    rendered_out,
+    settings_for,
+)
 from tests.support.tcp_proxy import TcpProxy
 
 pytestmark = [
@@ -344,7 +352,7 @@ async def test_a_delta_that_arrives_after_its_turn_was_shown_is_dropped(
         ),
         within=30,
     )
-    await asyncio.sleep(0.5)  # a reply the stale delta opened would be posted by now
+    await rendered_out(db_url)  # a reply the stale delta opened would be posted by now
 
     said = [m.text for m in reply_messages(standin, ts)]
     assert said == [first.text, second.text]

@@ -17,7 +17,7 @@ from bot.inbound import session_key
 from bot.resets import RESET_SHORTCUT
 from bot.testing import SlackStandIn
 from tests.bot.agents import AGENT, SIMPLE, model
-from tests.bot.harness import Running, eventually, idle, replies
+from tests.bot.harness import Running, eventually, idle, replies, settled
 
 CHANNEL = "C0SHORT"
 OTHER_CHANNEL = "C0QUIET"
@@ -203,6 +203,7 @@ async def test_a_shortcut_payload_of_a_shape_slack_never_sends_changes_nothing(
     good = app.slack.message_shortcut_payload(
         "U0ALICE", RESET_SHORTCUT, channel=CHANNEL, message_ts=reply.ts
     )
+    tasks = asyncio.all_tasks()
     for broken in (
         {**good, "message": "not an object"},
         {**good, "message": {"type": "message"}},
@@ -213,7 +214,7 @@ async def test_a_shortcut_payload_of_a_shape_slack_never_sends_changes_nothing(
         body = urlencode({"payload": json.dumps(broken)})
         response = await app.slack.send(body, content_type="application/x-www-form-urlencoded")
         assert response.status_code == 200
-    await asyncio.sleep(0.3)
+    await settled(tasks)
     assert not standin.responses
     assert not standin.ephemerals
     assert await app.session(session_key("T0DEMO", CHANNEL, ts)).transcript()

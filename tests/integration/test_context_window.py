@@ -89,3 +89,28 @@ async def test_the_model_sees_the_recent_end_and_a_resumed_turn_commits_once(
     assert [m.result for m in results] == ["x: yes"]
     steps = await store.load_steps("s1", parked.turn_id)
     assert {"model:11", "tool:11:a", "model:13"} <= set(steps)
+
+
+async def test_turns_run_back_to_back_by_one_worker_each_see_only_the_recent_end(
+    store: SessionStore,
+) -> None:
+    """A worker that finds several turns queued runs them one after another on the transcript it
+    loaded once: each still sees only the recent end, as a worker resuming there would. (Found
+    under load: a turn queued before the worker looked again for one ran on everything since
+    the worker began, more history each time.)"""
+    agent = Agent(name="a", instructions="x")
+    model = _model()
+    async with Runtime(store, model, agent=agent, run_turns=False) as web:
+        session = web.session(agent, "s1")
+        ids = [await session.start(f"hello {n}") for n in range(1, 6)]
+    options = {"recovery_interval": 0.05, "poll_interval": 0.02, "context_messages": 2}
+    async with Runtime(store, model, agent=agent, **options) as worker:
+        session = worker.session(agent, "s1")
+        results = [await session.result(turn_id) for turn_id in ids]
+    assert [r.status for r in results] == [TurnStatus.COMPLETED] * 5
+    seen = [
+        [m.text for m in request.messages if isinstance(m, UserMessage)]
+        for request in model.requests
+    ]
+    # the two latest before each turn are the previous turn's two messages: from its opening
+    assert seen == [["hello 1"], *[[f"hello {n - 1}", f"hello {n}"] for n in range(2, 6)]]

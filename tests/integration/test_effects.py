@@ -30,12 +30,12 @@ from agent import (
     resolve_receipt,
     tool,
 )
+from bot.asgi_server import BackgroundServer
 from tests.support import children
 from tests.support.confirmations import approve_pending, turn_and_approve
 from tests.support.effect_fixtures import fan_agent, fan_model
 from tests.support.engine_fixtures import RUN_LOG_ENV, read_runs
 from tests.support.inventory_service import InventoryService
-from tests.support.threaded_server import ThreadedServer
 
 KEY = "reserve_inventory:FAN-7"
 
@@ -43,8 +43,8 @@ KEY = "reserve_inventory:FAN-7"
 @pytest.fixture
 def inventory(tmp_path: Path) -> Iterator[tuple[InventoryService, str]]:
     service = InventoryService(tmp_path / "inventory.db", {"FILTER-A": 4})
-    with ThreadedServer(service.app) as server:
-        yield service, server.base_url
+    with BackgroundServer(service.app) as server:  # a thread: the test's loop may block
+        yield service, server.url
 
 
 def _rt(store: SessionStore, agent: Agent, model: ScriptedModel) -> Runtime:

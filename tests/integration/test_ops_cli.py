@@ -3,10 +3,7 @@ what happens when a parked turn's tool disappeared from the agent."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,22 +21,13 @@ from agent import (
     load_agent,
     tool,
 )
+from tests.support import children
 from tests.support.confirmations import turn_and_approve
 from tests.support.hitl_fixtures import slack_event
 
-ROOT = Path(__file__).resolve().parents[2]
 
-
-async def _bot(*args: str) -> subprocess.CompletedProcess[str]:
-    """Waits for the command on a thread: a test's event loop must not block."""
-    return await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, "-m", "bot.cli", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+async def _bot(*args: str) -> children.Ran:
+    return await children.run("bot.cli", *args)
 
 
 @tool(effect="write", confirmation="required")
@@ -137,17 +125,8 @@ async def test_check_reports_a_parked_turn_whose_tool_is_gone(
     assert "no longer offers" in result.error
 
 
-def _bot_with(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    import os
-
-    return subprocess.run(
-        [sys.executable, "-m", "bot", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, **env},
-    )
+async def _bot_with(env: dict[str, str], *args: str) -> children.Ran:
+    return await children.run("bot", *args, env=env)
 
 
 UNREACHABLE = "postgresql+psycopg://agent:s3cret-pw@127.0.0.1:1/nowhere"
@@ -170,7 +149,7 @@ COMMANDS = {
 they are given)."""
 
 
-def _against(url: str, command: str) -> subprocess.CompletedProcess[str]:
+async def _against(url: str, command: str) -> children.Ran:
     env = {
         "DATABASE_URL": url,
         "SLACK_BOT_TOKEN": "xoxb-test-token-0000",
@@ -179,10 +158,10 @@ def _against(url: str, command: str) -> subprocess.CompletedProcess[str]:
         "ANTHROPIC_API_KEY": "sk-ant-test-key-0000",
         "LOG_FORMAT": "text",
     }
-    return _bot_with(env, *(arg.format(url=url) for arg in COMMANDS[command]))
+    return await _bot_with(env, *(arg.format(url=url) for arg in COMMANDS[command]))
 
 
-def _one_clear_line(done: subprocess.CompletedProcess[str], command: str) -> str:
+def _one_clear_line(done: children.Ran, command: str) -> str:
     assert done.returncode == 2, (command, done.stdout, done.stderr)
     assert "Traceback" not in done.stderr + done.stdout, done.stderr
     lines = done.stderr.strip().splitlines()
@@ -193,10 +172,10 @@ def _one_clear_line(done: subprocess.CompletedProcess[str], command: str) -> str
 
 
 @pytest.mark.parametrize("command", list(COMMANDS))
-def test_a_command_against_an_unreachable_database_says_so_in_one_line(command: str) -> None:
+async def test_a_command_against_an_unreachable_database_says_so_in_one_line(command: str) -> None:
     """An operator who mistyped DATABASE_URL, or whose database is down, gets one line naming
     the database (its password hidden) and why, not a traceback, and exit code 2."""
-    done = _against(UNREACHABLE, command)
+    done = await _against(UNREACHABLE, command)
     line = _one_clear_line(done, command)
     assert "s3cret-pw" not in done.stderr + done.stdout
     assert "postgresql+psycopg://agent:***@127.0.0.1:1/nowhere" in line
@@ -204,12 +183,12 @@ def test_a_command_against_an_unreachable_database_says_so_in_one_line(command: 
 
 
 @pytest.mark.parametrize("command", ["worker", "db upgrade", "receipts list", "demo --engine"])
-def test_a_sqlite_database_that_cannot_be_opened_says_so_in_one_line(
+async def test_a_sqlite_database_that_cannot_be_opened_says_so_in_one_line(
     command: str, tmp_path: Path
 ) -> None:
     """SQLite's "unreachable": a path whose directory cannot exist (a file is in the way)."""
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("")
     url = f"sqlite+aiosqlite:///{blocker}/bot.db"
-    line = _one_clear_line(_against(url, command), command)
+    line = _one_clear_line(await _against(url, command), command)
     assert f"{blocker}/bot.db" in line

@@ -35,8 +35,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from bot.asgi_server import BackgroundServer
 from tests.support.anthropic_cache import PromptCache, cache_control_problem
-from tests.support.threaded_server import ThreadedServer
 
 Event = tuple[str, dict[str, Any]]
 
@@ -190,7 +190,7 @@ def http_error(
 
 
 class AnthropicStandin:
-    """A real HTTP server on a free localhost port (uvicorn in a background thread)."""
+    """A real HTTP server on a free localhost port (uvicorn in a thread of its own)."""
 
     def __init__(self) -> None:
         self.requests: list[RecordedRequest] = []
@@ -198,11 +198,11 @@ class AnthropicStandin:
         self._lock = threading.Lock()
         self.cache = PromptCache()
         app = Starlette(routes=[Route("/v1/messages", self._messages, methods=["POST"])])
-        self._server = ThreadedServer(app)
+        self._server = BackgroundServer(app)
 
     @property
     def base_url(self) -> str:
-        return self._server.base_url
+        return self._server.url
 
     @property
     def bodies(self) -> list[dict[str, Any]]:
@@ -231,10 +231,10 @@ class AnthropicStandin:
             return len(self._replies)
 
     def start(self) -> None:
-        self._server.start()
+        self._server.start_in_thread()
 
     def stop(self) -> None:
-        self._server.stop()
+        self._server.stop_thread()
 
     def __enter__(self) -> AnthropicStandin:
         self.start()

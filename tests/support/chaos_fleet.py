@@ -48,7 +48,7 @@ from bot.testing import SlackDriver, SlackStandIn
 from bot.testing.workspace import Message, is_request
 from storage import SqlStore, upgrade_database
 from tests.bot.agents import CHAOS_REPLIES, EFFECTS_FILE, NOTES_DDL, NOTES_TABLE
-from tests.bot.harness import SECRET, buttons
+from tests.bot.harness import SECRET, buttons, rendered_out
 from tests.bot.processes import Process, spawn
 from tests.support.private_services import PrivatePostgres, PrivateRedis, free_port
 from tests.support.slack_story import Moment, thread_calls, thread_record
@@ -450,7 +450,7 @@ async def run_chaos(
                 )
             _raise_first(people)
             outcome.settled_after = time.monotonic() - restarted
-            await asyncio.sleep(2.0)  # a doubled post, if there were one, would land by now
+            await rendered_out(db_url)  # a doubled post, if there were one, has landed by now
         except ChaosFailure as failure:
             broken = [i for i in people.threads if not _right(people, i)][:3]
             raise ChaosFailure(

@@ -19,9 +19,15 @@ subtracts, before judging:
 - garbage collection pauses (`gc.callbacks`), which the interpreter takes, not a callback.
 
 What remains is time the loop spent inside callbacks, computing or blocked in a sync call: the
-thing to catch. The subtraction errs on the side of excusing (it counts every thread's waits),
-so a borderline block on a starved machine may pass; a real one (a 1 s sleep) is caught on a
-busy machine too.
+thing to catch. One case has no sample to go by: the watchdog itself could not run until the
+loop answered. A loop blocked in a sync call (a sleep, I/O) has let go of the GIL, so the
+watchdog can run and sample it, unless the process is starved in a way /proc does not account
+for (beside CPU hogs, 130 ms unexplained in a 600 ms wait, twice in ten runs); a loop keeping
+the watchdog out by holding the GIL is running, which its own CPU time shows exactly. So for
+an unsampled ping the block is at most the loop thread's CPU time meanwhile.
+
+The subtraction errs on the side of excusing (it counts every thread's waits), so a borderline
+block on a starved machine may pass; a real one (a 1 s sleep) is caught on a busy machine too.
 
 Pings count only while the loop runs. pytest-asyncio runs each async fixture and the test in a
 `run_until_complete` of its own, and sync fixtures run between them with the loop stopped; a
@@ -90,6 +96,8 @@ class _Ping:
     where: str = ""
     waiting_for_io: bool = False
     """When sampled, the loop thread was in its selector, waiting to be woken: not in a callback."""
+    loop_cpu: int = 0
+    """Nanoseconds the loop thread had run on a CPU when the ping was sent."""
 
 
 class _RunDelay:
@@ -118,6 +126,16 @@ class _RunDelay:
         for gone in self._files.keys() - delays.keys():
             os.close(self._files.pop(gone))
         return delays
+
+    def cpu(self, tid: str) -> int:
+        """Nanoseconds thread `tid` has run on a CPU (0 where unreadable)."""
+        fd = self._files.get(tid)
+        try:
+            if fd is None:
+                fd = self._files[tid] = os.open(f"/proc/self/task/{tid}/schedstat", os.O_RDONLY)
+            return int(os.pread(fd, 128, 0).split()[0])
+        except (OSError, IndexError, ValueError):
+            return 0
 
     def close(self) -> None:
         for fd in self._files.values():
@@ -183,12 +201,14 @@ class LoopWatch:
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="loop-watch", daemon=True)
         self._loop_thread = 0
+        self._loop_tid = ""
         self._replaced: dict[str, Any] = {}
         self.pings = 0
         """Pings answered: how many times the loop was measured."""
 
     def start(self) -> None:
         self._loop_thread = threading.get_ident()
+        self._loop_tid = str(threading.get_native_id())
         self._running = self._loop.is_running()
         self._wrap_loop()
         gc.callbacks.append(self._on_gc)
@@ -268,6 +288,7 @@ class LoopWatch:
             steal=self._steal.read(),
             gc=self._gc_seconds,
             sent=time.monotonic(),
+            loop_cpu=self._run_delay.cpu(self._loop_tid),
         )
         self._pending = ping
         self._answered.clear()
@@ -309,6 +330,9 @@ class LoopWatch:
         waited = _waited(ping.delays, self._run_delay.read()) + self._steal.read() - ping.steal
         collected = self._gc_seconds - ping.gc
         blocked = lag - waited - collected
+        if not ping.where:  # not sampled: at most what the loop thread ran meanwhile
+            ran = (self._run_delay.cpu(self._loop_tid) - ping.loop_cpu) / 1e9
+            blocked = min(blocked, ran - collected)
         # Seen waiting in its selector with the ping already due: the loop was not running a
         # callback, the wake-up (a write to its self-pipe) had not reached it yet. On a starved
         # machine that wait is not always counted as run delay; it is never the code's doing.

@@ -221,3 +221,36 @@ def test_a_loop_waiting_in_its_selector_is_told_apart_from_a_blocked_one() -> No
     finally:
         thread.join()
         selector.close()
+
+
+def test_an_unsampled_late_answer_counts_no_more_than_the_loop_ran() -> None:
+    """A ping the watchdog could not sample (it was kept from running until the loop answered)
+    is judged by the loop thread's own CPU time: a loop that let go of the GIL (a sleep, I/O)
+    would have been sampled, and one holding it was running. Sampled, the same lag is a block."""
+    import asyncio
+
+    from tests.support.loop_watch import LoopWatch, _Ping
+
+    loop = asyncio.new_event_loop()
+    try:
+        watch = LoopWatch(loop)
+        watch._loop_tid = str(threading.get_native_id())
+        for where, blocked in (("", False), ("  File x, line 1\n", True)):
+            watch.blocks.clear()
+            ping = _Ping(
+                number=1,
+                run=0,
+                delays=watch._run_delay.read(),
+                steal=watch._steal.read(),
+                gc=0.0,
+                sent=time.monotonic(),
+                where=where,
+                loop_cpu=watch._run_delay.cpu(watch._loop_tid),
+            )
+            time.sleep(0.3)  # off-CPU: no run delay, no CPU time
+            watch._judge(ping, 0.3)
+            assert bool(watch.blocks) is blocked, (where, watch.blocks)
+    finally:
+        watch._run_delay.close()
+        watch._steal.close()
+        loop.close()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -253,3 +254,27 @@ async def test_reads_are_never_grouped_with_writes(grouping: ThreadExecutor) -> 
     await asyncio.gather(busy, first, second)
     # the read ran in its own transaction, in its place in the queue: after "a", before "b"
     assert await read == ["running", "a"]
+
+
+async def test_the_loop_does_not_wait_for_a_new_thread_to_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`Thread.start` returns once the new thread runs: on a busy machine the OS may take long to
+    run it, and the loop must not wait for that (the loop watch saw it held 130 ms)."""
+    scheduled = threading.Event()
+    start = threading.Thread.start
+
+    def slow_start(self: threading.Thread) -> None:
+        scheduled.wait(10)  # the OS gets round to the new thread only when the test says
+        start(self)
+
+    made = ThreadExecutor(create_engine(f"sqlite:///{tmp_path / 's.db'}"), name="slow-start")
+    monkeypatch.setattr(threading.Thread, "start", slow_start)
+    reading = asyncio.ensure_future(made.read(lambda c: c.execute(text("SELECT 1")).scalar()))
+    began = time.monotonic()
+    await asyncio.sleep(0)  # the read asks for a thread
+    assert time.monotonic() - began < 5, "the loop waited for the thread to start"
+    assert not reading.done()
+    scheduled.set()
+    assert await reading == 1
+    await made.close()
