@@ -1,4 +1,10 @@
-"""A click on Approve or Deny: verify who may answer, apply the answer once, show who answered.
+"""A click on Approve or Deny (in a thread, or in the Home tab's inbox): verify who may answer,
+apply the answer once, show who answered.
+
+Deny first asks why, in a modal (`bot.deny_reason`), where the person may answer: the click
+opens it (with the click's trigger, within Slack's three seconds) and its submission answers
+through this same path, with the reason. Where the modal cannot help (the clicker may not
+answer, the request is gone), the click is answered at once, as before, and refused the same.
 
 The clicker's id and workspace come from the signed payload (`body.user`), never from the
 button. Every refusal leaves the engine unchanged and tells only the clicker (ephemeral): a person
@@ -42,6 +48,8 @@ from bot.approvals import (
     answered_blocks,
     verdict_text,
 )
+from bot.deny_reason import ModalSeal, Opened, deny_modal, reason_of
+from bot.home import HomeTab, Inbox, ref_of
 from bot.slack_calls import SlackCallError, call
 from storage.delivery.store import DeliveryStore, Post, PostUpdate
 
@@ -50,7 +58,8 @@ Ack = Callable[[], Awaitable[Any]]
 
 NOT_ALLOWED = "You can't answer this request: {why}"
 STALE = (
-    "This request is no longer pending (it was answered already, or the conversation was reset)."
+    "This request is no longer pending (it was answered already, it expired or was stopped, or "
+    "the conversation was reset)."
 )
 MISMATCH = (
     "That button does not match the request waiting in this conversation; nothing was changed."
@@ -66,27 +75,62 @@ class Click:
     accepted: bool
     user: str
     principal: Principal
-    channel: str
-    message_ts: str
+    channel: str | None
+    """Where the request's message was clicked; None for a click in the Home tab."""
+    message_ts: str | None
     thread_ts: str | None
+    home: bool = False
+    trigger_id: str | None = None
+    reason: str | None = None
+    """What a person denying said (the Deny modal)."""
 
     @classmethod
     def parse(cls, body: dict[str, Any]) -> Click:
         action = body["actions"][0]
         container = body.get("container") or {}
-        user = str(body["user"]["id"])
-        # The clicker's own workspace identifies them (a user id means one person only there).
-        team = body["user"].get("team_id") or (body.get("team") or {}).get("id")
-        enterprise = (body.get("enterprise") or {}).get("id") or body["user"].get("enterprise_id")
+        principal = _principal(body)
+        user = str(principal.get("user"))
+        trigger = body.get("trigger_id")
+        common = {
+            "ref": ApprovalRef.decode(action["value"]),
+            "accepted": action["action_id"] == "agent_approve",
+            "user": user,
+            "principal": principal,
+            "trigger_id": trigger if isinstance(trigger, str) else None,
+        }
+        if container.get("type") == "view":
+            # The Home tab: no channel, no message, a view (the block_actions payload).
+            return cls(**common, channel=None, message_ts=None, thread_ts=None, home=True)
         return cls(
-            ref=ApprovalRef.decode(action["value"]),
-            accepted=action["action_id"] == "agent_approve",
-            user=user,
-            principal={"team": team, "enterprise": enterprise, "user": user},
+            **common,
             channel=str(container.get("channel_id") or body["channel"]["id"]),
             message_ts=str(container.get("message_ts") or body["message"]["ts"]),
             thread_ts=container.get("thread_ts") or (body.get("message") or {}).get("thread_ts"),
         )
+
+    @classmethod
+    def submitted(cls, opened: Opened, reason: str | None) -> Click:
+        """The Deny a modal's submission completes."""
+        return cls(
+            ref=opened.ref,
+            accepted=False,
+            user=str(opened.principal.get("user")),
+            principal=opened.principal,
+            channel=opened.channel,
+            message_ts=opened.message_ts,
+            thread_ts=opened.thread_ts,
+            home=opened.home,
+            reason=reason,
+        )
+
+
+def _principal(body: dict[str, Any]) -> Principal:
+    """Who clicked, from the signed payload: their own workspace identifies them (a user id
+    means one person only there)."""
+    user = str(body["user"]["id"])
+    team = body["user"].get("team_id") or (body.get("team") or {}).get("id")
+    enterprise = (body.get("enterprise") or {}).get("id") or body["user"].get("enterprise_id")
+    return {"team": team, "enterprise": enterprise, "user": user}
 
 
 class AnswerHandler:
@@ -98,15 +142,94 @@ class AnswerHandler:
         delivery: DeliveryStore,
         client: AsyncWebClient,
         kick: Callable[[str], None],
+        inbox: Inbox | None = None,
+        home: HomeTab | None = None,
+        seal: ModalSeal | None = None,
     ) -> None:
+        """`inbox`: the engine's query of who may answer what (the Deny modal opens only for
+        someone it lists); `home`: the Home tab to refresh and to tell a Home click's refusal
+        in; `seal`: signs the Deny modal's metadata (no modal without it)."""
         self.runtime = runtime
         self.agent = agent
         self.delivery = delivery
         self.client = client
         self.kick = kick
+        self.inbox = inbox
+        self.home = home
+        self.seal = seal
         self._showing: set[asyncio.Task[None]] = set()
 
     async def handle(self, body: dict[str, Any], ack: Ack | None = None) -> None:
+        """A click on Approve or Deny; a Deny the clicker may give first asks why (a modal)."""
+        try:
+            click = Click.parse(body)
+        except (KeyError, IndexError, AttributeError, ValueError, TypeError):
+            log.warning("unreadable approval click ignored")
+            if ack is not None:
+                await ack()
+            return
+        if not click.accepted and ack is not None and await self._asks_why(click):
+            await ack()
+            await self._open_modal(click)
+            return
+        await self.answer(click, ack)
+
+    async def submit(self, body: dict[str, Any], ack: Ack) -> None:
+        """The Deny modal's submission: the Deny, with its reason, from the person who clicked;
+        anything else (metadata not sealed here, another submitter) changes nothing."""
+        try:
+            view = body["view"]
+            opened = self.seal.open(str(view["private_metadata"])) if self.seal else None
+            submitter = _principal(body)
+        except (KeyError, TypeError, AttributeError):
+            opened, submitter = None, None
+        if opened is None or submitter is None:
+            log.warning("a Deny modal submission that this app did not seal was ignored")
+            await ack()
+            return
+        if any(submitter.get(k) != opened.principal.get(k) for k in ("team", "enterprise", "user")):
+            log.warning("a Deny modal submitted by another person than its opener was ignored")
+            await ack()
+            return
+        await self.answer(Click.submitted(opened, reason_of(view)), ack)
+
+    async def _asks_why(self, click: Click) -> bool:
+        """Open the modal only for a request the clicker may answer now (the engine's own
+        query), so a refusal is said at the click, not after typing a reason."""
+        if self.seal is None or self.inbox is None or not click.trigger_id:
+            return False
+        try:
+            pending = await self.inbox.answerable(click.principal)
+        except Exception:
+            log.exception("could not tell who may answer; answering the Deny at once")
+            return False
+        return any(ref_of(p) == click.ref for p in pending)
+
+    async def _open_modal(self, click: Click) -> None:
+        assert self.seal is not None
+        assert click.trigger_id is not None
+        opened = Opened(
+            ref=click.ref,
+            principal=click.principal,
+            channel=click.channel,
+            message_ts=click.message_ts,
+            thread_ts=click.thread_ts,
+            home=click.home,
+            opened_at=time.time(),
+        )
+        post = await self.delivery.get_post(click.ref.post_key)
+        prompt = str((post.body if post else {}).get("prompt") or "Deny this request?")
+        view = deny_modal(prompt, self.seal.seal(opened))
+        trigger = click.trigger_id
+        try:
+            await call("views.open", lambda: self.client.views_open(trigger_id=trigger, view=view))
+        except SlackCallError as err:
+            # Too late for the trigger (a slow machine): deny now, without a reason, rather
+            # than leave the click unanswered.
+            log.warning("could not open the Deny modal; denying at once", extra={"code": err.code})
+            await self.answer(click, None)
+
+    async def answer(self, click: Click, ack: Ack | None = None) -> None:
         """Apply the click, then `ack` it, then show the outcome in Slack.
 
         The answer commits before the ack, as an event's turn does: Slack never retries a click
@@ -115,13 +238,6 @@ class AnswerHandler:
         limits) comes after the ack, which Slack wants within three seconds; if that part is
         lost, the thread's renderer shows the answer (its mark committed with it, see `_apply`).
         """
-        try:
-            click = Click.parse(body)
-        except (KeyError, IndexError, AttributeError, ValueError, TypeError):
-            log.warning("unreadable approval click ignored")
-            if ack is not None:
-                await ack()
-            return
         session = self.runtime.session(self.agent, click.ref.session)
         failure: Exception | None = None
         try:
@@ -180,8 +296,12 @@ class AnswerHandler:
                 return
         post = await self.delivery.get_post(click.ref.post_key)
         body_json = dict(post.body) if post else {}
-        body_json["answered"] = {"by": click.user, "accepted": click.accepted}
-        await self._show(click, verdict_text(click.accepted, click.user), body_json, post)
+        body_json["answered"] = _answered(click)
+        verdict = verdict_text(click.accepted, click.user)
+        if click.reason:
+            verdict += f": {click.reason}"
+        await self._show(click, verdict, body_json, post)
+        self._refresh_home(click, post)
         ts = _posted_as(post, click)
         if post is not None and ts is not None:
             # Closed only with its ts: a row closed without one would make the next renderer
@@ -201,7 +321,7 @@ class AnswerHandler:
         answered = (
             PostUpdate(
                 post_key=post.post_key,
-                body={**post.body, "answered": {"by": click.user, "accepted": click.accepted}},
+                body={**post.body, "answered": _answered(click)},
                 state="answered",
                 ts=ts,
             )
@@ -228,6 +348,7 @@ class AnswerHandler:
                 granted=granted,
                 digest=ref.digest,
                 alongside=wake,
+                reason=click.reason,
             )
         else:
             granted = await grant_confirmation(
@@ -240,6 +361,7 @@ class AnswerHandler:
                 principal=click.principal,
                 granted=granted,
                 alongside=wake,
+                reason=click.reason,
             )
         # Listening before the drain the answer queued has run: its first tokens show live.
         self.kick(ref.session)
@@ -259,6 +381,10 @@ class AnswerHandler:
         post = await self.delivery.get_post(ref.post_key)
         if not _shown_in(post, click) or not await self._gone(session, ref):
             await self._ephemeral(click, MISMATCH)
+            return
+        if post is not None and post.body.get("settled"):
+            # Ended without an answer (expired, stopped); its message says so already.
+            await self._ephemeral(click, STALE)
             return
         answered = (post.body.get("answered") if post else None) or await self._answer_of(
             session, ref
@@ -308,6 +434,8 @@ class AnswerHandler:
             if post is not None and post.ts
             else (click.channel, click.message_ts)
         )
+        if channel is None or ts is None:
+            return  # a Home click on a request the bot has no message for
         try:
             await call(
                 "chat.update",
@@ -322,15 +450,39 @@ class AnswerHandler:
             log.warning("could not update the approval message", extra={"code": err.code})
 
     async def _ephemeral(self, click: Click, text: str) -> None:
+        """Tell only the clicker: in the thread, or for a Home click at the top of their Home
+        tab (which has no channel to post in), republished with what is pending now."""
+        channel = click.channel
         try:
+            if channel is None:
+                if self.home is not None:
+                    await self.home.publish(click.principal, notice=text)
+                return
             await call(
                 "chat.postEphemeral",
                 lambda: self.client.chat_postEphemeral(
-                    channel=click.channel, user=click.user, text=text, thread_ts=click.thread_ts
+                    channel=channel, user=click.user, text=text, thread_ts=click.thread_ts
                 ),
             )
         except SlackCallError as err:
             log.warning("could not tell the clicker", extra={"code": err.code})
+
+    def _refresh_home(self, click: Click, post: Post | None) -> None:
+        """The request is gone from every inbox that listed it: the clicker's, and the others
+        who could answer it (its post's audience; everyone's with a Home tab for a policy)."""
+        team = click.principal.get("team")
+        if self.home is None or not team:
+            return
+        audience = (post.body if post else {}).get("audience")
+        users = {click.user, *audience} if isinstance(audience, list) else None
+        self.home.refresh(team, users)
+
+
+def _answered(click: Click) -> dict[str, Any]:
+    answered: dict[str, Any] = {"by": click.user, "accepted": click.accepted}
+    if click.reason:
+        answered["reason"] = click.reason
+    return answered
 
 
 def _posted_as(post: Post | None, click: Click) -> str | None:
@@ -341,13 +493,16 @@ def _posted_as(post: Post | None, click: Click) -> str | None:
         return None
     if post.ts:
         return post.ts
-    if post.state == "posting" and post.channel == click.channel:
+    if post.state == "posting" and click.channel and post.channel == click.channel:
         return click.message_ts
     return None
 
 
 def _shown_in(post: Post | None, click: Click) -> bool:
-    """The button value belongs to the clicked message: the bot posted that request there."""
+    """The button value belongs to the clicked message: the bot posted that request there (a
+    Home click: the bot posted that request)."""
+    if click.home:
+        return post is not None and post.ts is not None
     return post is not None and post.ts == click.message_ts and post.channel == click.channel
 
 

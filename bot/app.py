@@ -32,9 +32,13 @@ if TYPE_CHECKING:
     from storage.redis.dispatch import RedisDispatcher
     from storage.redis.events import RedisEventRelay
 
-from agent import Agent, Model, Runtime, SessionStore
+from agent import Agent, Model, Runtime, SessionStore, TurnEvent
+from bot.agent_entry import AgentEntry
 from bot.answers import AnswerHandler
+from bot.deny_reason import ModalSeal
+from bot.feedback import FeedbackHandler
 from bot.heap import freeze_startup_heap
+from bot.home import HomeTab
 from bot.listeners import ACKS_IN_FLIGHT, Listeners
 from bot.payload_shape import problem as payload_problem
 from bot.rendering import RenderSettings
@@ -43,6 +47,7 @@ from bot.request_checks import headers_well_formed, parse_payload, utf8
 from bot.resets import Resets
 from bot.settings import Settings
 from bot.slack_calls import make_client, make_render_client
+from bot.stops import Stops
 from storage import SqlStore
 from storage.delivery.store import DeliveryStore
 
@@ -76,6 +81,7 @@ class SlackBot:
         self.owner = owner or f"bot-{uuid.uuid4().hex[:10]}"
         signing = settings.slack_signing_secret
         self.verifier = SignatureVerifier(signing.get_secret_value() if signing else "")
+        self.home: HomeTab | None = HomeTab(inbox=runtime, delivery=delivery, client=client)
         self.renderers = RendererPool(
             runtime=runtime,
             delivery=delivery,
@@ -90,9 +96,17 @@ class SlackBot:
             clock=clock,
             sweep_interval=sweep_interval,
             enabled=runtime.run_turns,
+            home=self.home,
         )
         self.answers = AnswerHandler(
-            runtime=runtime, agent=agent, delivery=delivery, client=client, kick=self.renderers.kick
+            runtime=runtime,
+            agent=agent,
+            delivery=delivery,
+            client=client,
+            kick=self.renderers.kick,
+            inbox=runtime,
+            home=self.home,
+            seal=_modal_seal(settings),
         )
         self.listeners = Listeners(
             runtime=runtime,
@@ -101,6 +115,12 @@ class SlackBot:
             renderers=self.renderers,
             answers=self.answers,
             resets=Resets(runtime=runtime, agent=agent, delivery=delivery, client=client),
+            entry=AgentEntry(
+                agent=agent, delivery=delivery, renderers=self.renderers, client=client
+            ),
+            stops=Stops(runtime=runtime, agent=agent, delivery=delivery, renderers=self.renderers),
+            feedback=FeedbackHandler(delivery=delivery),
+            home=self.home,
             replace_in_flight=settings.replace_in_flight,
             reset_command=settings.reset_command,
             max_inbound_chars=settings.max_inbound_chars,
@@ -123,16 +143,37 @@ class SlackBot:
         self._dispatcher: RedisDispatcher | None = None
         self._serving: asyncio.Task[None] | None = None
         self._relay: RedisEventRelay | None = None
+        self._unwatch: Callable[[], None] | None = None
+        self._waking: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
         if not self._started:
             self._started = True
             if self.settings.redis_url:
                 self._start_dispatch(self.settings.redis_url)
+            self._unwatch = self.runtime.hub.subscribe(self._on_event)
             self.runtime.start_recovery()
             self.renderers.start()
             for key in await self.delivery.active_sessions():
                 self.renderers.kick(key)
+
+    def _on_event(self, event: TurnEvent) -> None:
+        """A request ended in this process without anyone from Slack (an expiry timer this
+        process's sweep or clock applied, an answer from host code): wake the thread's renderer,
+        durably, so the request is shown settled and the turn it resumes is shown at all.
+        (A click wakes it with the answer, in the answer's own transaction.)"""
+        if event.type in ("input.resolved", "confirmation.resolved"):
+            task = asyncio.create_task(self._wake(event.session))
+            self._waking.add(task)
+            task.add_done_callback(self._waking.discard)
+
+    async def _wake(self, key: str) -> None:
+        try:
+            if await self.delivery.get_target(key) is not None:
+                await self.delivery.mark_active(key, time.time())
+                self.renderers.kick(key)
+        except Exception:
+            log.exception("could not wake a thread's renderer", extra={"session": key})
 
     def _start_dispatch(self, url: str) -> None:
         """With Redis, what one process queues or cancels reaches the workers at once, and the
@@ -153,6 +194,8 @@ class SlackBot:
         self._relay.attach(self.runtime)
 
     async def close(self) -> None:
+        if self._unwatch is not None:
+            self._unwatch()
         if self._relay is not None:
             await self._relay.close()
         if self._dispatcher is not None:
@@ -161,6 +204,8 @@ class SlackBot:
             with contextlib.suppress(Exception):
                 await self._serving
         await self.answers.close()
+        if self.home is not None:
+            await self.home.close()
         await self.renderers.close()
         await self.runtime.close()
         await self.delivery.close()
@@ -232,6 +277,15 @@ class SlackBot:
             return self
 
         return serving_app(opened)
+
+
+def _modal_seal(settings: Settings) -> ModalSeal | None:
+    """The Deny modal's metadata is signed with the app's signing secret (HTTP), or, in Socket
+    Mode where there may be none, its bot token: a key only this app holds either way."""
+    for secret in (settings.slack_signing_secret, settings.slack_bot_token):
+        if secret is not None and secret.get_secret_value():
+            return ModalSeal(secret.get_secret_value())
+    return None
 
 
 def _refused() -> Response:

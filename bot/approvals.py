@@ -132,11 +132,42 @@ def verdict_text(accepted: bool, by: str | None) -> str:
 
 
 NO_LONGER_PENDING = ":hourglass: This request is no longer pending."
+EXPIRED = ":hourglass: This request expired before anyone answered it."
+
+
+def stopped_verdict(by: str | None) -> str:
+    who = f" by <@{by}>" if by else ""
+    return f":octagonal_sign: Stopped{who}: this request is no longer pending."
+
+
+def resolution(outcome: str, by: str | None, reason: str | None = None) -> str:
+    """What a request's message says once it ended, from the engine's `input.resolved` /
+    `confirmation.resolved` outcome."""
+    match outcome:
+        case "expired":
+            return EXPIRED
+        case "cancelled":
+            return stopped_verdict(by)
+        case "accepted" | "denied":
+            verdict = verdict_text(outcome == "accepted", by)
+        case _:  # answered (a park's value is the tool's to read, not ours)
+            verdict = (
+                f":white_check_mark: Answered by <@{by}>" if by else ":white_check_mark: Answered"
+            )
+    return f"{verdict}: {reason}" if reason and outcome != "accepted" else verdict
 
 
 def answered_message(body: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
-    """Text and blocks of an approval message once answered (`body["answered"]` says how)."""
+    """Text and blocks of an approval message once settled: answered (`body["answered"]` says
+    how), or ended without an answer (`body["settled"]`: expired, stopped)."""
     prompt = str(body.get("prompt") or "Approval request")
-    answered = body.get("answered") or {}
-    verdict = verdict_text(bool(answered.get("accepted")), answered.get("by"))
+    settled = body.get("settled")
+    if isinstance(settled, str):
+        verdict = settled
+    else:
+        answered = body.get("answered") or {}
+        verdict = verdict_text(bool(answered.get("accepted")), answered.get("by"))
+        reason = answered.get("reason")
+        if reason and not answered.get("accepted"):
+            verdict += f": {reason}"
     return f"{prompt}\n{verdict}", answered_blocks(prompt, verdict)

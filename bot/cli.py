@@ -67,7 +67,7 @@ def _name(args: argparse.Namespace) -> str:
 def _main(args: argparse.Namespace, settings: Settings, url: str) -> int:
     from bot.logs import setup_logging
 
-    quiet = args.command in ("demo", "db", "receipts", "check")
+    quiet = args.command in ("demo", "db", "receipts", "check", "feedback")
     setup_logging(
         level="WARNING" if quiet else settings.log_level,
         fmt="text" if quiet else settings.log_format,
@@ -88,7 +88,7 @@ def _main(args: argparse.Namespace, settings: Settings, url: str) -> int:
             return 0
         print(asyncio.run(current_revision(url)) or "(empty database)")
         return 0
-    if args.command in ("receipts", "check"):
+    if args.command in ("receipts", "check", "feedback"):
         return _ops(args, settings, url)
     try:
         settings.require(args.command)
@@ -115,11 +115,13 @@ def _main(args: argparse.Namespace, settings: Settings, url: str) -> int:
 
 def _ops(args: argparse.Namespace, settings: Settings, url: str) -> int:
     from agent import load_agent
-    from bot.ops_cli import check_command, receipts_command
+    from bot.ops_cli import check_command, feedback_command, receipts_command
 
     try:
         if args.command == "receipts":
             return asyncio.run(receipts_command(args, url))
+        if args.command == "feedback":
+            return asyncio.run(feedback_command(args, url))
         agent_dir = args.agent_dir or settings.agent_path()
         return asyncio.run(check_command(url, load_agent(agent_dir)))
     except StoreUnavailableError:

@@ -1,9 +1,15 @@
-"""The `clock` process: fires the agent's schedules as proactive turns.
+"""The `clock` process: fires the agent's schedules as proactive turns, and expires the requests
+nobody answered in time.
 
 Each fire's turn id is `cron:<name>:<scheduled time ISO>`, so however many clocks run and however
 often one restarts, a scheduled time becomes one turn (the store's unique key decides, durably).
 After downtime, the latest fire missed within the grace window runs once; older ones are skipped.
 The turn is rendered to the schedule's channel by the same renderer a reply uses.
+
+Expiry: every `expiry_interval` the clock runs `Runtime.expire_due(now)`, the engine's durable
+timers (a park then resumes with the expiry for the model to read, a proposed write is resolved
+`expired`); each timer applies once whichever process sweeps first (a worker's recovery sweep
+does the same), and the thread's renderer shows the request as expired.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ class Clock:
         team: str,
         grace: float = 3600.0,
         now: Callable[[], float] = time.time,
+        expiry_interval: float = 15.0,
     ) -> None:
         self.runtime = runtime
         self.agent = agent
@@ -50,6 +57,7 @@ class Clock:
         self.team = team
         self.grace = grace
         self.now = now
+        self.expiry_interval = expiry_interval
         self.crons = {s.name: Cron.parse(s.cron) for s in agent.schedules}
 
     async def tick(self) -> list[str]:
@@ -102,13 +110,28 @@ class Clock:
         log.info("schedule fired", extra={"schedule": schedule.name, "turn": turn_id})
         return turn_id
 
+    async def expire(self) -> int:
+        """Expire every request whose time is up; returns how many this call expired."""
+        expired = await self.runtime.expire_due(self.now())
+        if expired:
+            log.info("requests expired", extra={"count": expired})
+        return expired
+
     async def run(self, stop: asyncio.Event) -> None:
-        """Tick at the top of every minute until `stop` is set."""
+        """Tick at the top of every minute, and expire due requests every `expiry_interval`,
+        until `stop` is set."""
+        next_tick = self.now()
         while not stop.is_set():
+            if self.now() >= next_tick:
+                try:
+                    await self.tick()
+                except Exception:
+                    log.exception("clock tick failed; retrying next minute")
+                next_tick = self.now() + 60.5 - (self.now() % 60)
             try:
-                await self.tick()
+                await self.expire()
             except Exception:
-                log.exception("clock tick failed; retrying next minute")
-            wait = 60.5 - (self.now() % 60)
+                log.exception("expiring requests failed; retrying")
+            wait = min(self.expiry_interval, max(0.0, next_tick - self.now()))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), wait)

@@ -6,9 +6,11 @@ stands in for Anthropic.
 
 - `bot demo` plays the whole Slack path: a local stand-in plays the Slack Web API and a driver
   plays Slack's side, sending signed events and clicks over HTTP to the bot served by uvicorn,
-  exactly as in production: a mention → a reply streamed with its tool timeline → an approval
-  → a click by someone not allowed (refused, ephemeral) → a click by the requester → the final
-  reply, printed as the thread Slack would show.
+  exactly as in production: a mention → a reply streamed with its tool timeline (the agent
+  session `processing`) → an approval → the requester's App Home inbox lists it → a click by
+  someone not allowed (refused, ephemeral) → a click by the requester → the final reply with its
+  feedback buttons, and a 👍 recorded; then a second thread where a long tool call is ended with
+  Slack's Stop button; each printed as Slack would show it.
 - `bot demo --engine` runs the same turn through the engine alone on SQLite, printing the
   events as a subscriber sees them, and answers the approval as host code.
 """
@@ -35,7 +37,7 @@ from agent import (
     TurnEvent,
     tool,
 )
-from bot.app import open_bot
+from bot.app import SlackBot, open_bot
 from bot.asgi_server import BackgroundServer
 from bot.rendering import RenderSettings
 from bot.settings import Settings
@@ -44,6 +46,7 @@ from bot.testing.workspace import Message
 from storage import SqlStore, upgrade_database
 
 OPENING = "order 42 arrived broken, can you sort it out?"
+TRACKING = "where is the replacement for order 42?"
 
 
 @tool
@@ -77,10 +80,21 @@ async def issue_refund(order_id: str, amount: float, ctx: ToolContext) -> dict[s
     return {"refunded": True, "order_id": order_id, "amount": amount}
 
 
+@tool
+async def track_shipment(order_id: str, ctx: ToolContext) -> dict[str, Any]:
+    """Follow a shipment with the carrier (slow: it polls until the parcel moves, or until the
+    turn is stopped)."""
+    try:
+        await asyncio.wait_for(ctx.cancellation.wait(), timeout=60)
+    except TimeoutError:
+        return {"order_id": order_id, "status": "still at the depot"}
+    return {"order_id": order_id, "status": "stopped before the carrier answered"}
+
+
 DEMO_AGENT = Agent(
     name="ops-demo",
     instructions="You help the ops team with orders and refunds.",
-    tools=[lookup_order, create_order, issue_refund],
+    tools=[lookup_order, create_order, issue_refund, track_shipment],
 )
 
 DEMO_SCRIPT = [
@@ -106,6 +120,15 @@ DEMO_SCRIPT = [
             "was refunded on order 42.",
         ]
     ),
+]
+
+
+TRACK_SCRIPT = [
+    ScriptedReply(
+        text=["Let me ask ", "the carrier…"],
+        tool_calls=[ToolCall(id="call_track", name="track_shipment", input={"order_id": "42"})],
+    ),
+    ScriptedReply(text="The replacement is on its way."),
 ]
 
 
@@ -190,21 +213,24 @@ async def run_slack_demo(database_url: str | None = None) -> int:
                 SLACK_SIGNING_SECRET=SecretStr(SECRET),
                 SLACK_API_URL=standin.api_url,
             )
+            model = ScriptedModel(
+                DEMO_SCRIPT, by_opening={TRACKING: TRACK_SCRIPT}, delta_delay=0.05
+            )
             bot = await open_bot(
                 settings,
                 agent=DEMO_AGENT,
-                model=ScriptedModel(DEMO_SCRIPT, delta_delay=0.05),
+                model=model,
                 render_settings=RenderSettings(flush_interval=0.2, poll_interval=0.2),
             )
             server = await BackgroundServer(bot.http_app()).start()
             try:
                 async with SlackDriver(server.url, SECRET, standin=standin) as slack:
-                    return await _story(standin, slack)
+                    return await _story(bot, standin, slack)
             finally:
                 await server.stop()
 
 
-async def _story(standin: SlackStandIn, slack: SlackDriver) -> int:
+async def _story(bot: SlackBot, standin: SlackStandIn, slack: SlackDriver) -> int:
     print("Offline Slack demo: a stand-in Slack API, signed events over HTTP, the real engine.\n")
     thread = await slack.mention("U0ALICE", OPENING, channel=CHANNEL, twin=True)
     print("alice mentions the bot (Slack sends the app_mention and its message twin)…")
@@ -213,7 +239,14 @@ async def _story(standin: SlackStandIn, slack: SlackDriver) -> int:
     assert approval is not None
     assert approval.blocks is not None
     approve = next(b for b in approval.blocks if b["type"] == "actions")["elements"][0]
-    print("\n" + standin.render_thread(CHANNEL, thread, NAMES) + "\n")
+    print("\n" + standin.render_thread(CHANNEL, thread, NAMES))
+    print(f"  agent session: {_session(standin, thread)}\n")
+
+    if bot.home is not None:
+        print("alice opens the bot's Home tab (her approval inbox)…")
+        await slack.open_home("U0ALICE")
+        await wait_until(lambda: "U0ALICE" in standin.home_views)
+        print(standin.render_view(standin.home_views["U0ALICE"], NAMES) + "\n")
 
     print("bob clicks Approve (only alice may answer)…")
     await slack.click("U0BOB", approve, channel=CHANNEL, message_ts=approval.ts, thread_ts=thread)
@@ -224,9 +257,56 @@ async def _story(standin: SlackStandIn, slack: SlackDriver) -> int:
     await slack.click("U0ALICE", approve, channel=CHANNEL, message_ts=approval.ts, thread_ts=thread)
     await wait_until(lambda: any("refunded" in m.text for m in standin.bot_messages(CHANNEL)))
     await wait_until(lambda: not any(m.streaming for m in standin.bot_messages(CHANNEL)))
-    print("\n" + standin.render_thread(CHANNEL, thread, NAMES) + "\n")
+    print("\n" + standin.render_thread(CHANNEL, thread, NAMES))
+    print(f"  agent session: {_session(standin, thread)}\n")
+
+    final = next(m for m in standin.bot_messages(CHANNEL) if "refunded" in m.text)
+    feedback = _feedback_buttons(final)
+    if feedback is not None:
+        print("alice clicks 👍 under the answer…")
+        await slack.feedback(
+            "U0ALICE", feedback, True, channel=CHANNEL, message_ts=final.ts, thread_ts=thread
+        )
+        rows = await bot.delivery.feedback()
+        for row in rows:
+            print(
+                f"  stored: {NAMES.get(row.user_id, row.user_id)} said {row.value} (bot feedback)"
+            )
+        print()
+
+    print("alice asks about the shipment in a new thread; the carrier is slow…")
+    second = await slack.mention("U0ALICE", TRACKING, channel=CHANNEL)
+    await wait_until(lambda: _session(standin, second).endswith("processing"))
+    await wait_until(lambda: any("carrier" in m.text for m in _thread(standin, second)))
+    print("\n" + standin.render_thread(CHANNEL, second, NAMES))
+    print(f"  agent session: {_session(standin, second)} (Slack shows its Stop button)\n")
+    print("alice clicks Stop…")
+    await slack.stop("U0ALICE", channel=CHANNEL, thread_ts=second)
+    await wait_until(lambda: any("stopped" in m.text for m in _thread(standin, second)))
+    await wait_until(lambda: _session(standin, second).endswith("active"))
+    print("\n" + standin.render_thread(CHANNEL, second, NAMES))
+    print(f"  agent session: {_session(standin, second)}\n")
+
     methods: dict[str, int] = {}
     for call in standin.calls:
         methods[call.method] = methods.get(call.method, 0) + 1
     print("Slack API calls: " + ", ".join(f"{m} x{n}" for m, n in methods.items()))
     return 0
+
+
+def _thread(standin: SlackStandIn, thread: str) -> list[Message]:
+    return [m for m in standin.bot_messages(CHANNEL) if m.thread_ts == thread]
+
+
+def _session(standin: SlackStandIn, thread: str) -> str:
+    session = standin.session_of(CHANNEL, thread)
+    if session is None:
+        return "none"
+    return f"“{session.title}”, " + " → ".join(session.history)
+
+
+def _feedback_buttons(message: Message) -> dict[str, Any] | None:
+    for block in message.blocks or []:
+        if block.get("type") == "context_actions":
+            return dict(block["elements"][0])
+    return None

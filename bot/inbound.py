@@ -150,12 +150,18 @@ def clean_text(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text)
 
 
-def _is_id(value: object) -> TypeGuard[str]:
+def is_slack_id(value: object) -> TypeGuard[str]:
+    """A team, user, channel or enterprise id as Slack makes them (see `_ID`)."""
     return isinstance(value, str) and _ID.fullmatch(value) is not None
 
 
-def _is_ts(value: object) -> TypeGuard[str]:
+def is_slack_ts(value: object) -> TypeGuard[str]:
+    """A message timestamp (see `_TS`)."""
     return isinstance(value, str) and _TS.fullmatch(value) is not None
+
+
+_is_id = is_slack_id
+_is_ts = is_slack_ts
 
 
 def _is_channel_type(value: object) -> TypeGuard[str]:

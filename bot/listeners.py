@@ -22,12 +22,18 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.async_context import AsyncBoltContext
 
-from agent import Agent, Runtime, SessionSuspendedError
+from agent import Agent, Principal, Runtime, SessionSuspendedError
+from bot.agent_entry import AgentEntry
 from bot.answers import AnswerHandler
 from bot.approvals import APPROVE, DENY
-from bot.inbound import SlackMessage, person_message
+from bot.deny_reason import DENY_REASON
+from bot.feedback import FEEDBACK, FeedbackHandler
+from bot.home import HomeTab
+from bot.inbound import SlackMessage, is_slack_id, person_message
 from bot.rendering.pool import RendererPool
 from bot.resets import RESET_SHORTCUT, Resets
+from bot.slack_calls import SlackCallError
+from bot.stops import Stops
 from storage.delivery.store import DeliveryStore
 
 log = logging.getLogger(__name__)
@@ -41,6 +47,14 @@ TOO_LONG_NOTE = (
     "That message is too long for me: it has {length:,} characters and I read at most "
     "{limit:,}. Please shorten it or split it up."
 )
+HANDLED_EVENTS = (
+    "app_mention",
+    "message",
+    "agent_session_stopped",
+    "assistant_thread_started",
+    "app_home_opened",
+)
+"""The Events API types a listener handles (`manifest.yml` subscribes to these and no others)."""
 ACKS_IN_FLIGHT = 8
 """Events doing their database work at once in a web process that runs no turns. A pool closes
 each overflow connection on return, so a burst past the pool's size paid for a new PostgreSQL
@@ -64,7 +78,11 @@ class Listeners:
         answers: AnswerHandler,
         replace_in_flight: bool,
         resets: Resets,
+        entry: AgentEntry,
+        stops: Stops,
+        feedback: FeedbackHandler,
         reset_command: str,
+        home: HomeTab | None = None,
         max_inbound_chars: int,
         acks_in_flight: int | None = ACKS_IN_FLIGHT,
     ) -> None:
@@ -75,6 +93,10 @@ class Listeners:
         self.answers = answers
         self.replace_in_flight = replace_in_flight
         self.resets = resets
+        self.entry = entry
+        self.stops = stops
+        self.feedback = feedback
+        self.home = home
         self.reset_command = reset_command
         self.max_inbound_chars = max_inbound_chars
         self._in_flight = (
@@ -82,13 +104,20 @@ class Listeners:
         )
 
     def register(self, app: AsyncApp) -> None:
-        app.event("app_mention")(self.on_event)
-        app.event("message")(self.on_event)
+        mention, message, *_ = HANDLED_EVENTS
+        app.event(mention)(self.on_event)
+        app.event(message)(self.on_event)
+        app.event("agent_session_stopped")(self.on_stop)
+        entry = self.entry
+        app.event("assistant_thread_started")(ack=entry.ack, lazy=[entry.on_thread_started])
+        app.event("app_home_opened")(ack=entry.ack, lazy=[self.on_home_opened])
         # Anything else Slack sends gets a 200: a 404 would only make it retry.
         app.event(re.compile(".*"))(self.ignore)
         for action_id in (APPROVE, DENY):
             app.action(action_id)(self.on_click)
+        app.action(FEEDBACK)(self.on_feedback)
         app.action(re.compile(".*"))(self.ack)
+        app.view(DENY_REASON)(self.on_deny_reason)
         resets = self.resets
         app.command(self.reset_command)(ack=resets.ack_command, lazy=[resets.on_command])
         app.message_shortcut(RESET_SHORTCUT)(ack=resets.ack_shortcut, lazy=[resets.on_shortcut])
@@ -193,3 +222,43 @@ class Listeners:
     async def on_click(self, ack: Ack, body: dict[str, Any]) -> None:
         """Answered before the ack (see `AnswerHandler.handle`)."""
         await self.answers.handle(body, ack)
+
+    async def on_deny_reason(self, ack: Ack, body: dict[str, Any]) -> None:
+        """The Deny modal submitted: answered before the ack, as a click is."""
+        await self.answers.submit(body, ack)
+
+    async def on_feedback(self, ack: Ack, body: dict[str, Any]) -> None:
+        """Stored before the ack (see `FeedbackHandler.handle`)."""
+        await self.feedback.handle(body, ack)
+
+    # agent surfaces ------------------------------------------------------------------------
+
+    async def on_stop(self, body: dict[str, Any]) -> None:
+        """Slack's Stop button: the cancellation commits before the ack (`bot.stops`)."""
+        async with self._in_flight:
+            await self.stops.on_stop(body)
+
+    async def on_home_opened(self, body: dict[str, Any]) -> None:
+        """Lazy, after the ack: the Messages tab gets the prompts (`bot.agent_entry`)."""
+        event = body.get("event")
+        if not isinstance(event, dict) or not isinstance(event.get("user"), str):
+            return
+        if event.get("tab") == "messages":
+            await self.entry.on_messages_tab(event["user"], str(event.get("channel") or ""))
+        elif event.get("tab") == "home" and self.home is not None:
+            team = body.get("team_id")
+            enterprise = body.get("enterprise_id") or None
+            view = event.get("view")
+            shown = view.get("hash") if isinstance(view, dict) else None
+            if is_slack_id(team) and is_slack_id(event["user"]):
+                principal: Principal = {
+                    "team": team,
+                    "enterprise": enterprise if is_slack_id(enterprise) else None,
+                    "user": event["user"],
+                }
+                try:
+                    await self.home.opened(
+                        principal, hash=shown if isinstance(shown, str) else None
+                    )
+                except SlackCallError as err:
+                    log.warning("could not publish a Home tab", extra={"code": err.code})

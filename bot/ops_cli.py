@@ -1,10 +1,16 @@
-"""Operator commands: effect receipts (`bot receipts ...`) and checkpoint compatibility
-(`bot check`). They read and settle what the engine recorded; they never call a provider."""
+"""Operator commands: effect receipts (`bot receipts ...`), checkpoint compatibility
+(`bot check`) and the answers' feedback (`bot feedback`). They read and settle what the engine
+and the bot recorded; they never call a provider or Slack."""
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
+import re
+import sys
+import time
+from datetime import UTC, datetime
 from typing import Any
 
 from agent import Agent, ReceiptStatus, TurnStatus, resolve_receipt
@@ -34,6 +40,18 @@ def register(sub: Any) -> None:
     )
     check.add_argument("--database-url", default=None)
     check.add_argument("--agent-dir", default=None)
+    feedback = sub.add_parser(
+        "feedback", help="export what people said of the answers (the 👍 / 👎 buttons)"
+    )
+    feedback.add_argument("--format", choices=["csv", "jsonl"], default="csv")
+    feedback.add_argument(
+        "--since",
+        type=since_timestamp,
+        default=None,
+        help="only clicks at or after this: an ISO date or time (UTC unless it says), or an "
+        "age such as 90m, 24h, 7d",
+    )
+    feedback.add_argument("--database-url", default=None)
 
 
 async def receipts_command(args: argparse.Namespace, url: str) -> int:
@@ -88,3 +106,59 @@ async def check_command(url: str, agent: Agent) -> int:
         return 1 if problems else 0
     finally:
         await store.close()
+
+
+FEEDBACK_COLUMNS = ("clicked_at", "team", "user", "session", "turn_id", "value")
+_AGE = re.compile(r"(\d+)([mhd])")
+
+
+def since_timestamp(value: str) -> float:
+    """`--since`: an ISO 8601 date or time (naive means UTC), or an age (`90m`, `24h`, `7d`)."""
+    age = _AGE.fullmatch(value.strip())
+    if age:
+        seconds = int(age.group(1)) * {"m": 60, "h": 3600, "d": 86400}[age.group(2)]
+        return time.time() - seconds
+    try:
+        moment = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is neither an ISO date or time nor an age like 24h or 7d"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+async def feedback_command(args: argparse.Namespace, url: str) -> int:
+    """Every answer's feedback, oldest first, as CSV (with a header) or JSON lines."""
+    from storage.delivery.store import DeliveryStore
+
+    store = await SqlStore.open(url)  # says `bot db upgrade` for a database below this code
+    try:
+        delivery = await DeliveryStore.open(url, store=store)
+        try:
+            rows = await delivery.feedback(since=args.since)
+        finally:
+            await delivery.close()
+    finally:
+        await store.close()
+    records = [
+        {
+            "clicked_at": datetime.fromtimestamp(row.clicked_at, UTC).isoformat(),
+            "team": row.team,
+            "user": row.user_id,
+            "session": row.session_key,
+            "turn_id": row.turn_id,
+            "value": row.value,
+        }
+        for row in rows
+    ]
+    if args.format == "jsonl":
+        for record in records:
+            sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
+    else:
+        writer = csv.DictWriter(sys.stdout, fieldnames=FEEDBACK_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(records)
+    sys.stdout.flush()
+    return 0

@@ -37,6 +37,19 @@ BOT_METHODS: Mapping[str, tuple[str, ...]] = {
     # its March 2026 change it also still takes `assistant:write`, on the way out, so the app
     # asks for `chat:write` alone and gets the status in channel threads and DMs alike.
     "assistant.threads.setStatus": ("chat:write",),
+    # The agent session of a thread: processing / suspended / active, and its title, which
+    # gives Slack's Stop button. "Authentication token bearing the chat:write scope"
+    # (https://docs.slack.dev/reference/methods/agents.sessions.setStatus).
+    "agents.sessions.setStatus": ("chat:write",),
+    # The agent's suggested prompts in a new assistant thread and in the app's Messages tab.
+    "assistant.threads.setSuggestedPrompts": ("assistant:write",),
+    # The App Home tab (the approval inbox) and the Deny modal: no scope, the view is the
+    # app's own (https://docs.slack.dev/reference/methods/views.publish, views.open).
+    "views.publish": (),
+    "views.open": (),
+    # The inbox's link to each request's thread (https://docs.slack.dev/reference/methods/
+    # chat.getPermalink: no scope).
+    "chat.getPermalink": (),
     # After a crash: is a post whose answer was lost in the thread (or, for a top-level
     # proactive post, the channel) already? Found by the key in its metadata, or for a stream
     # (which cannot carry metadata until it stops) as the bot's one unclaimed message there.
@@ -56,15 +69,24 @@ EVENT_SCOPES: Mapping[str, tuple[str, ...]] = {
     "message.channels": ("channels:history",),
     "message.groups": ("groups:history",),
     "message.im": ("im:history",),
+    # The App Home: its Home tab (the approval inbox) and its Messages tab (the agent's DM).
+    "app_home_opened": (),
+    # Slack's Stop button on an agent session (thread-based sessions are `chat:write`'s).
+    "agent_session_stopped": ("chat:write",),
+    # Only an app on the older assistant surface (`assistant_view`) gets it; the bot handles it.
+    "assistant_thread_started": ("assistant:write",),
 }
 """What each event subscription (`settings.event_subscriptions.bot_events`) needs."""
 
 FEATURE_SCOPES: Mapping[str, tuple[str, ...]] = {
     "slash_commands": ("commands",),
     "shortcuts": ("commands",),
+    # "Declaring an app as an agent adds the assistant:write scope to it"
+    # (https://docs.slack.dev/ai/agent-sessions).
+    "agent_view": ("assistant:write",),
 }
 """What each manifest feature (`features.<name>`) needs: commands and shortcuts both need
-`commands`."""
+`commands`; an agent, `assistant:write`."""
 
 
 def bot_scopes(*, events: Iterable[str], features: Iterable[str]) -> set[str]:

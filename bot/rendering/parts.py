@@ -178,7 +178,15 @@ class ReplyPart:
     async def flush(self, *, force: bool = False) -> None:
         raise NotImplementedError
 
-    async def close(self, footer: str | None = None) -> None:
+    async def close(
+        self,
+        footer: str | None = None,
+        *,
+        blocks: list[dict[str, Any]] | None = None,
+        session_status: str | None = None,
+    ) -> bool:
+        """Finish the message: `blocks` go below its text (feedback buttons), and a stream's
+        stop also sets the agent session's `session_status`. True if it did."""
         raise NotImplementedError
 
     def full_text(self, footer: str | None = None) -> str:
@@ -244,7 +252,16 @@ class StreamPart(ReplyPart):
         await call("chat.appendStream", lambda: stream.append(chunks=chunks))
         self.pending = []
 
-    async def close(self, footer: str | None = None) -> None:
+    async def close(
+        self,
+        footer: str | None = None,
+        *,
+        blocks: list[dict[str, Any]] | None = None,
+        session_status: str | None = None,
+    ) -> bool:
+        """`blocks` are "rendered at the bottom of the finalized message" and `session_status`
+        is "the session status to set after stopping the stream" (chat.stopStream,
+        https://docs.slack.dev/reference/methods/chat.stopStream)."""
         self.finish_status_task()
         if footer:
             self.separate()
@@ -253,11 +270,17 @@ class StreamPart(ReplyPart):
         chunks = self._chunks()
         await call(
             "chat.stopStream",
-            lambda: stream.stop(chunks=chunks, metadata=metadata_for(self.post_key)),
+            lambda: stream.stop(
+                chunks=chunks,
+                metadata=metadata_for(self.post_key),
+                blocks=blocks,
+                session_status=session_status,
+            ),
         )
         self.pending = []
         self.mark_durable()
         self.closed = True
+        return session_status is not None
 
 
 class UpdatePart(ReplyPart):
@@ -293,26 +316,46 @@ class UpdatePart(ReplyPart):
             return
         await self._update(self.full_text())
 
-    async def _update(self, text: str) -> None:
+    async def _update(self, text: str, blocks: list[dict[str, Any]] | None = None) -> None:
+        """The message shows `text` (standard Markdown); with `blocks`, as a `markdown` block
+        above them (`markdown_text` takes no blocks beside it)."""
         ts = self.ts
         assert ts is not None
-        await call(
-            "chat.update",
-            lambda: self.client.chat_update(channel=self.target.channel, ts=ts, markdown_text=text),
-        )
+        if blocks:
+            shown = [{"type": "markdown", "text": text}, *blocks]
+            await call(
+                "chat.update",
+                lambda: self.client.chat_update(
+                    channel=self.target.channel, ts=ts, text=text, blocks=shown
+                ),
+            )
+        else:
+            await call(
+                "chat.update",
+                lambda: self.client.chat_update(
+                    channel=self.target.channel, ts=ts, markdown_text=text
+                ),
+            )
         self.pending = []
         self.stale = False
         self.last_update = self.clock()
 
-    async def close(self, footer: str | None = None) -> None:
+    async def close(
+        self,
+        footer: str | None = None,
+        *,
+        blocks: list[dict[str, Any]] | None = None,
+        session_status: str | None = None,
+    ) -> bool:
         self.finish_status_task()
-        await self._update(self.full_text(footer))
+        await self._update(self.full_text(footer), blocks)
         if footer:
             self.separate()
             self.add_text(footer)
             self.pending = []
         self.mark_durable()
         self.closed = True
+        return False
 
     @classmethod
     def take_over(cls, part: ReplyPart, min_interval: float) -> UpdatePart:

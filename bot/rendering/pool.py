@@ -14,7 +14,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -24,6 +24,9 @@ from bot.rendering.parts import Target
 from bot.rendering.renderer import SessionRenderer
 from bot.slack_calls import SlackCallError
 from storage.delivery.store import DeliveryStore, Post
+
+if TYPE_CHECKING:
+    from bot.home import HomeTab
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +44,9 @@ class RendererPool:
         sweep_interval: float = 2.0,
         enabled: bool = True,
         concurrency: int = 32,
+        home: HomeTab | None = None,
     ) -> None:
+        """`home`: the Home tabs its renderers refresh when a request appears or goes."""
         self.runtime = runtime
         self.delivery = delivery
         self.client = client
@@ -51,6 +56,7 @@ class RendererPool:
         self.sweep_interval = sweep_interval
         self.enabled = enabled
         """False in a web process that leaves rendering to `bot worker`."""
+        self.home = home
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._again: set[str] = set()
         self._background: set[asyncio.Task[Any]] = set()
@@ -151,6 +157,7 @@ class RendererPool:
                 cursor=target.cursor,
                 clock=self.clock,
                 leased_at=leased_at,
+                home=self.home,
             )
             await renderer.run(target.activity)
         except LeaseLost:

@@ -16,27 +16,33 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from typing import assert_never
+from typing import TYPE_CHECKING, assert_never
 
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import TurnEvent, TurnStatus
-from agent.seams import SessionStore
-from bot.approvals import ApprovalRef, confirmation_prompt
+from agent.seams import SessionStore, TurnKind
+from bot.approvals import ApprovalRef, confirmation_prompt, resolution, stopped_verdict
+from bot.feedback import feedback_blocks
 from bot.rendering.approval_posts import ApprovalPosts
 from bot.rendering.lease import DeliveryLease, RenderSettings
 from bot.rendering.parts import ReplyPart, Target
 from bot.rendering.recovery import recover
 from bot.rendering.replies import ReplyWriter, TurnView
-from bot.rendering.status import ThreadStatus
+from bot.rendering.status import WORKING, ThreadStatus, session_title
 from bot.rendering.thread import SlackThread
+from bot.stops import STOPPED
 from storage.delivery.store import DeliveryStore, Post
+
+if TYPE_CHECKING:
+    from bot.home import HomeTab
 
 log = logging.getLogger(__name__)
 
 FOOTERS = {
     "replaced": "_superseded by a newer message_",
     "reset": "_stopped: this conversation was reset_",
+    STOPPED: "_stopped_",
 }
 FAILED = ":warning: Sorry, something went wrong and I could not finish this reply."
 
@@ -63,6 +69,7 @@ class SessionRenderer:
         cursor: int = 0,
         clock: Callable[[], float] = time.time,
         leased_at: float | None = None,
+        home: HomeTab | None = None,
     ) -> None:
         """`leased_at`: when (`time.monotonic()`, taken before the write) the caller acquired
         the session's delivery lease for this renderer; from then on every Slack call is made
@@ -91,7 +98,7 @@ class SessionRenderer:
             clock=clock,
         )
         self.approvals = ApprovalPosts(
-            key=key, target=target, delivery=delivery, slack=self.slack, clock=clock
+            key=key, target=target, delivery=delivery, slack=self.slack, clock=clock, home=home
         )
 
     # main loop ------------------------------------------------------------------------------
@@ -177,18 +184,21 @@ class SessionRenderer:
         match event.type:
             case "turn.started":
                 view = await self.replies.view_for(event.turn_id)
-                await self._show_status(view)
+                await self._show_status(view, await self._title(event.turn_id, event.text))
             case "message.completed":
                 view = await self.replies.view_for(event.turn_id)
+                await self.status.processing()
                 if event.text:
                     self._complete_step(await self.replies.part(view), view, event.text)
                 view.step_live = ""
             case "action.requested":
                 view = await self.replies.view_for(event.turn_id)
+                await self.status.processing(doing=f"Running {_title(event.call.name).lower()}…")
                 part = await self.replies.part(view)
                 part.task(event.call.id, _title(event.call.name), "in_progress")
             case "action.completed":
                 view = await self.replies.view_for(event.turn_id)
+                await self.status.processing(doing=WORKING)
                 part = await self.replies.part(view)
                 status = "error" if event.error else "complete"
                 part.task(
@@ -209,6 +219,7 @@ class SessionRenderer:
                     digest=request.digest,
                 )
                 await self.approvals.post(ref, request.prompt, request.answerers)
+                await self.status.suspended()
             case "confirmation.requested":
                 view = await self.replies.view_for(event.turn_id)
                 await self.replies.close(view, None)
@@ -222,11 +233,19 @@ class SessionRenderer:
                 await self.approvals.post(
                     ref, confirmation_prompt(confirmation), confirmation.answerers
                 )
-            case "confirmation.resolved" | "input.resolved":
-                pass
+                await self.status.suspended()
+            case "input.resolved":
+                # However the park ended (a click, an expiry, a Stop, an answer from elsewhere),
+                # its request stops offering buttons; a click has said so already.
+                verdict = resolution(event.outcome, event.by, event.reason)
+                await self.approvals.resolved("input", event.input_id, verdict)
+            case "confirmation.resolved":
+                # (Its turn is the follow-up the answer queued, not the proposing turn.)
+                verdict = resolution(event.outcome, event.by, event.reason)
+                await self.approvals.resolved("confirm", event.confirmation_id, verdict)
             case "turn.completed":
                 view = await self.replies.view_for(event.turn_id)
-                await self._end(view, None)
+                await self._end(view, None, feedback=True)
             case "turn.failed":
                 view = await self.replies.view_for(event.turn_id)
                 # The error text was scrubbed of secrets when the engine stored it; operators
@@ -238,8 +257,14 @@ class SessionRenderer:
                 await self._end(view, FAILED)
             case "turn.cancelled":
                 view = await self.replies.view_for(event.turn_id)
+                by = event.by
                 footer = FOOTERS.get(event.reason, f"_cancelled ({event.reason})_")
+                if event.reason == STOPPED and by:
+                    footer = f"_stopped by <@{by}>_"
                 await self._end(view, footer if view.shown_any else None)
+                if event.reason == STOPPED:
+                    # Stop ends a park too: its request loses its buttons and says who stopped.
+                    await self.approvals.settle(event.turn_id, stopped_verdict(by))
             case "message.delta":
                 pass
             case _:
@@ -277,23 +302,33 @@ class SessionRenderer:
             part.add_text(text)
         part.mark_durable()
 
-    async def _show_status(self, view: TurnView) -> None:
-        """Progress the Slack way: the thread's status where allowed, else a first task."""
-        if await self.status.show():
-            view.status_set = True
+    async def _show_status(self, view: TurnView, title: str | None) -> None:
+        """Progress the Slack way: the session and the status line where allowed, else a first
+        task in the reply's timeline."""
+        if await self.status.processing(title=title):
             return
         part = await self.replies.part(view)
         if not part.content.tasks:
             part.task("status", "Working on it", "in_progress")
 
-    async def _end(self, view: TurnView, footer: str | None) -> None:
+    async def _title(self, turn_id: str, text: str) -> str | None:
+        """The thread's title, from its first message: given only with the session's first
+        turn (Slack takes a session's title when it creates it, and ignores it after)."""
+        turns = [t for t in await self.store.list_turns(self.key) if t.kind == TurnKind.TURN]
+        return session_title(text) if turns and turns[0].turn_id == turn_id else None
+
+    async def _end(self, view: TurnView, footer: str | None, *, feedback: bool = False) -> None:
+        """The reply's last words: closed with its footer (and, for an answer, the feedback
+        buttons); the session leaves `processing`, in the same call where the reply ends in a
+        stream."""
         if view.part is None and footer:
             await self.replies.part(view)
-        await self.replies.close(view, footer)
+        blocks = feedback_blocks(self.key, view.turn_id) if feedback else None
+        said = await self.replies.close(
+            view, footer, blocks=blocks, session_status=self.status.stream_closing_status()
+        )
         view.live_open = False
-        if view.status_set:
-            await self.status.clear()
-            view.status_set = False
+        await self.status.ended(said_by_stream=said)
 
 
 def _title(name: str) -> str:

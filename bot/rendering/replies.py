@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -39,7 +40,6 @@ class TurnView:
     step_live: str = ""
     live_open: bool = True
     shown_any: bool = False
-    status_set: bool = False
 
 
 def shows_nothing(content: PartContent) -> bool:
@@ -132,22 +132,32 @@ class ReplyWriter:
         view.shown_any = True
         return part
 
-    async def close(self, view: TurnView, footer: str | None) -> None:
+    async def close(
+        self,
+        view: TurnView,
+        footer: str | None,
+        *,
+        blocks: list[dict[str, Any]] | None = None,
+        session_status: str | None = None,
+    ) -> bool:
+        """Finish the turn's open message. `blocks` go below its last words (a final answer's
+        feedback buttons); `session_status` is set by the stream's stop where it ends in one.
+        Returns whether it did (the caller sets it otherwise)."""
         current = view.part
         view.part = None
         view.step_live = ""
         if current is None:
-            return
+            return False
         if current.post_key == self.provisional:
             self.provisional = None
             if current.ts is not None and not footer and shows_nothing(current.content):
                 await self.slack.delete(current.post_key, current.ts)
-                return
+                return False
         if current.ts is None and not current.dirty and not footer:
             await self.delivery.update_post(
                 PostUpdate(post_key=current.post_key, state="empty"), time.time()
             )
-            return
+            return False
         if self._expired(current) and (current.dirty or footer):
             # The last words of a long turn go to a new message, not to an expired stream.
             chunks, _ = current.take_pending()
@@ -155,7 +165,7 @@ class ReplyWriter:
             current = await self.part(view)
             current.adopt(chunks)
             view.part = None
-        await self._finish(current, footer)
+        return await self._finish(current, footer, blocks=blocks, session_status=session_status)
 
     def _expired(self, part: ReplyPart) -> bool:
         return (
@@ -164,17 +174,29 @@ class ReplyWriter:
             and part.age() > self.settings.stream_max_age
         )
 
-    async def _finish(self, current: ReplyPart, footer: str | None) -> None:
+    async def _finish(
+        self,
+        current: ReplyPart,
+        footer: str | None,
+        *,
+        blocks: list[dict[str, Any]] | None = None,
+        session_status: str | None = None,
+    ) -> bool:
         part = await self._flush(current, roll=False)
         try:
-            await self.slack.patient("close", lambda: part.close(footer))
+            said = await self.slack.patient(
+                "close", lambda: part.close(footer, blocks=blocks, session_status=session_status)
+            )
         except (StreamGone, Uncertain):
             taken = await self._take_over(part)
-            await self.slack.patient("close", lambda: taken.close(footer))
+            said = await self.slack.patient(
+                "close", lambda: taken.close(footer, blocks=blocks, session_status=session_status)
+            )
             part = taken
         self._changes[part.post_key] = PostUpdate(
             post_key=part.post_key, body=part.content.body(), state="closed", mode=part.mode
         )
+        return said
 
     async def flush_if_due(self) -> None:
         part = self.view.part if self.view is not None else None

@@ -1,146 +1,29 @@
 """Send Slack-shaped, correctly signed requests to a running app over HTTP.
 
-Signatures come from `slack_sdk.signature.SignatureVerifier`, the same code Bolt checks them with,
-so a test that passes here passes against Slack's own signing. Payload shapes follow the Events
-API envelope, `block_actions` interactivity, slash commands and message shortcuts, with Slack's
-fields and only those (`tests/bot/test_slack_payloads.py` holds them to Slack's lists): a test
-proven on a payload Slack never sends proves nothing.
+Payload shapes follow the Events API envelope, `block_actions` interactivity, slash commands and
+message shortcuts (here), and what Slack sends an agent app (`bot.testing.agent_events`), with
+Slack's fields and only those (`tests/bot/test_slack_payloads.py` holds them to Slack's lists):
+a test proven on a payload Slack never sends proves nothing.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import time
 from typing import Any
 from urllib.parse import urlencode
 
-import httpcore  # noqa: F401 - see _TLS
 import httpx
-from slack_sdk.signature import SignatureVerifier
 
-from bot.testing.standin import SlackStandIn
+from bot.testing.agent_events import AgentDriving
+from bot.testing.driver_core import DOMAIN, sign_request
 
-DOMAIN = "demo"
-"""The stand-in workspace's domain (`demo.slack.com`)."""
-
-
-_TLS = httpx.create_ssl_context()
-"""Made once, at import. httpx loads a CA bundle for every client it makes (40-100 ms on a busy
-machine) and imports httpcore with the first; a driver is made inside a test's running event
-loop, which the suite fails when it is blocked for 100 ms."""
+__all__ = ["DOMAIN", "SlackDriver", "sign_request"]
 
 
-def sign_request(secret: str, body: str, timestamp: int | None = None) -> dict[str, str]:
-    ts = str(int(time.time()) if timestamp is None else timestamp)
-    signature = SignatureVerifier(secret).generate_signature(timestamp=ts, body=body)
-    assert signature is not None
-    return {"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": signature}
-
-
-class SlackDriver:
-    """Plays Slack's side: events, button clicks and slash commands, each signed."""
-
-    def __init__(
-        self,
-        app_url: str,
-        signing_secret: str,
-        *,
-        standin: SlackStandIn | None = None,
-        team_id: str = "T0DEMO",
-        bot_user_id: str = "U0BOT",
-        api_app_id: str = "A0DEMO",
-        path: str = "/slack/events",
-        timeout: float = 10.0,
-        enterprise_id: str | None = None,
-    ) -> None:
-        self.url = app_url.rstrip("/") + path
-        self.secret = signing_secret
-        self.standin = standin
-        self.team_id = team_id
-        self.enterprise_id = enterprise_id
-        """Set for a workspace of an Enterprise Grid org: events and clicks then name it."""
-        self.bot_user_id = bot_user_id
-        self.api_app_id = api_app_id
-        self.http = httpx.AsyncClient(timeout=timeout, verify=_TLS)
-        self._ids = itertools.count(1)
-        self._ts = itertools.count(1)
-        self._base = int(time.time()) - 10_000
-
-    async def aclose(self) -> None:
-        await self.http.aclose()
-
-    async def __aenter__(self) -> SlackDriver:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    def new_ts(self) -> str:
-        return f"{self._base}.{next(self._ts):06d}"
-
-    # raw -----------------------------------------------------------------------------------
-
-    async def send(
-        self,
-        body: str,
-        *,
-        content_type: str,
-        timestamp: int | None = None,
-        secret: str | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> httpx.Response:
-        signed = sign_request(secret or self.secret, body, timestamp)
-        return await self.http.post(
-            self.url,
-            content=body.encode(),
-            headers={"Content-Type": content_type, **signed, **(headers or {})},
-        )
-
-    def envelope(self, event: dict[str, Any], *, event_id: str | None = None) -> dict[str, Any]:
-        envelope: dict[str, Any] = {
-            "token": "legacy-verification-token",
-            "team_id": self.team_id,
-            "api_app_id": self.api_app_id,
-            "event": event,
-            "type": "event_callback",
-            "event_id": event_id or f"Ev{next(self._ids):08d}",
-            "event_time": int(time.time()),
-            "authorizations": [
-                {
-                    "enterprise_id": self.enterprise_id,
-                    "team_id": self.team_id,
-                    "user_id": self.bot_user_id,
-                    "is_bot": True,
-                    "is_enterprise_install": False,
-                }
-            ],
-            "is_ext_shared_channel": False,
-        }
-        if self.enterprise_id:
-            envelope["enterprise_id"] = self.enterprise_id
-        return envelope
-
-    async def post_event(
-        self,
-        event: dict[str, Any],
-        *,
-        event_id: str | None = None,
-        retry_num: int | None = None,
-        timestamp: int | None = None,
-        secret: str | None = None,
-    ) -> httpx.Response:
-        headers = {}
-        if retry_num:
-            headers = {"X-Slack-Retry-Num": str(retry_num), "X-Slack-Retry-Reason": "http_timeout"}
-        body = json.dumps(self.envelope(event, event_id=event_id))
-        return await self.send(
-            body,
-            content_type="application/json",
-            timestamp=timestamp,
-            secret=secret,
-            headers=headers,
-        )
+class SlackDriver(AgentDriving):
+    """Plays Slack's side: events, button clicks, slash commands, shortcuts, and what Slack
+    sends an agent app, each signed."""
 
     # events --------------------------------------------------------------------------------
 
@@ -263,7 +146,7 @@ class SlackDriver:
                 "is_ephemeral": False,
                 "thread_ts": thread_ts,
             },
-            "trigger_id": f"{next(self._ids)}.trigger",
+            "trigger_id": self.trigger(user),
             "team": {"id": team, "domain": DOMAIN},
             "enterprise": {"id": enterprise_id} if enterprise_id else None,
             "is_enterprise_install": False,
@@ -312,7 +195,7 @@ class SlackDriver:
             "api_app_id": self.api_app_id,
             "is_enterprise_install": "false",
             "response_url": response_url,
-            "trigger_id": f"{next(self._ids)}.trigger",
+            "trigger_id": self.trigger(user),
         }
         if self.enterprise_id:
             form["enterprise_id"] = self.enterprise_id
@@ -376,7 +259,7 @@ class SlackDriver:
             "is_enterprise_install": False,
             "enterprise": enterprise,
             "callback_id": callback_id,
-            "trigger_id": f"{next(self._ids)}.trigger",
+            "trigger_id": self.trigger(user),
             "message_ts": message_ts,
             "message": self._message_as_slack_shows_it(channel, message_ts, thread_ts),
         }

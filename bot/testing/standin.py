@@ -40,17 +40,30 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from bot.asgi_server import BackgroundServer
-from bot.testing.workspace import STREAM_ERROR, Call, Message, Workspace
+from bot.testing.agent_surfaces import AgentSurfaces
+from bot.testing.blocks import blocks_problem
+from bot.testing.workspace import STREAM_ERROR, Call, Message
 
-JSON_FIELDS = ("blocks", "metadata", "chunks", "attachments")
+JSON_FIELDS = ("blocks", "metadata", "chunks", "attachments", "view", "prompts", "loading_messages")
 TRANSPORT_ARGS = frozenset({"token", "team_id"})
 """Sent by the SDK beside a method's own arguments: the token (also in the header) and the
 client's `default_params` (`team_id`, which Bolt sets on the clients it hands to listeners)."""
 
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
+EVENTS = frozenset(
+    {
+        "app_mention",
+        "message.channels",
+        "message.groups",
+        "message.im",
+        "app_home_opened",
+        "agent_session_stopped",
+    }
+)
+"""What the app subscribes to by default: `manifest.yml`'s `bot_events`."""
 
 
-class SlackStandIn(Workspace):
+class SlackStandIn(AgentSurfaces):
     def __init__(
         self,
         *,
@@ -62,7 +75,14 @@ class SlackStandIn(Workspace):
         stream_max_age: float | None = None,
         status_channels: tuple[str, ...] = ("C", "G", "D"),
         page_size: int = 100,
+        events: frozenset[str] = EVENTS,
+        agent_app: bool = True,
+        home_tab: bool = True,
+        domain: str = "demo",
+        app_id: str = "A0DEMO",
     ) -> None:
+        """`events`, `agent_app`, `home_tab`: the app's settings (its manifest), which decide
+        what some methods take (see `bot.testing.agent_surfaces`)."""
         super().__init__(
             team_id=team_id,
             bot_user_id=bot_user_id,
@@ -73,6 +93,11 @@ class SlackStandIn(Workspace):
         self.team_name = team_name
         self.status_channels = status_channels
         self.page_size = page_size
+        self.events = events
+        self.agent_app = agent_app
+        self.home_tab = home_tab
+        self.domain = domain
+        self.app_id = app_id
         self._server: BackgroundServer | None = None
         self._stopping = asyncio.Event()
         self._methods: dict[str, Handler] = {
@@ -85,8 +110,14 @@ class SlackStandIn(Workspace):
             "chat.appendStream": self._append_stream,
             "chat.stopStream": self._stop_stream,
             "assistant.threads.setStatus": self._set_status,
+            "assistant.threads.setSuggestedPrompts": self._set_suggested_prompts,
+            "assistant.threads.setTitle": self._set_title,
+            "agents.sessions.setStatus": self._set_session_status,
             "conversations.replies": self._replies,
             "conversations.history": self._history,
+            "chat.getPermalink": self._permalink,
+            "views.publish": self._publish,
+            "views.open": self._open,
         }
         self.app = Starlette(
             routes=[
@@ -251,6 +282,8 @@ class SlackStandIn(Workspace):
             return {"ok": False, "error": "markdown_text_conflict"}
         if not (args.get("text") or args.get("blocks") or args.get("markdown_text")):
             return {"ok": False, "error": "no_text"}
+        if args.get("blocks") and (problem := blocks_problem(args["blocks"])):
+            return _invalid_blocks(problem)
         message = self._bot_message(args)
         return {
             "ok": True,
@@ -269,6 +302,8 @@ class SlackStandIn(Workspace):
             return {"ok": False, "error": "markdown_text_conflict"}
         if not (args.get("text") or args.get("blocks") or args.get("markdown_text")):
             return {"ok": False, "error": "no_text"}
+        if args.get("blocks") and (problem := blocks_problem(args["blocks"])):
+            return _invalid_blocks(problem)
         if args.get("markdown_text"):
             # Markdown replaces what the message shows: its blocks and any streamed content.
             message.text, message.blocks, message.fallback = str(args["markdown_text"]), None, None
@@ -345,6 +380,17 @@ class SlackStandIn(Workspace):
         if self.stream_expired(message):
             message.streaming = False
             return {"ok": False, "error": STREAM_ERROR}
+        if args.get("blocks") and (problem := blocks_problem(args["blocks"])):
+            return _invalid_blocks(problem)
+        refused = self.stream_session_status(
+            message.channel, message.thread_ts, args.get("session_status")
+        )
+        if refused is not None:
+            return {
+                "ok": False,
+                "error": "invalid_arguments",
+                "response_metadata": {"messages": [refused]},
+            }
         self._apply_stream(message, args)
         message.streaming = False
         if args.get("blocks"):
@@ -376,6 +422,9 @@ class SlackStandIn(Workspace):
             return {"ok": False, "error": "invalid_arguments"}
         if not channel.startswith(self.status_channels):
             return {"ok": False, "error": "not_allowed"}
+        refused = self._thread_status(args)
+        if refused is not None:
+            return refused
         self.statuses.append(dict(args))
         return {"ok": True}
 
@@ -429,6 +478,10 @@ class SlackStandIn(Workspace):
         next_cursor = _encode_cursor(kept[start + size].ts) if more else ""
         out["response_metadata"] = {"next_cursor": next_cursor}
         return out
+
+
+def _invalid_blocks(why: str) -> dict[str, Any]:
+    return {"ok": False, "error": "invalid_blocks", "response_metadata": {"messages": [why]}}
 
 
 @functools.cache

@@ -35,6 +35,64 @@ class Fault:
 
 
 @dataclass
+class AgentSession:
+    """An agent session Slack keeps for one thread (https://docs.slack.dev/ai/agent-sessions):
+    created by the first `agents.sessions.setStatus`, which alone sets its title and initiator."""
+
+    channel: str
+    thread_ts: str
+    status: str
+    title: str | None = None
+    initiator: str | None = None
+    history: list[str] = field(default_factory=list)
+    """Every status it was given, in order (by `setStatus` or `chat.stopStream`)."""
+
+
+@dataclass
+class View:
+    """A published Home tab or an opened modal, as Slack stores it."""
+
+    id: str
+    type: str
+    user: str
+    body: dict[str, Any]
+    hash: str
+
+    def to_json(self, team_id: str, app_id: str, bot_id: str) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "team_id": team_id,
+            "type": self.type,
+            "blocks": self.body.get("blocks", []),
+            "private_metadata": self.body.get("private_metadata", ""),
+            "callback_id": self.body.get("callback_id", ""),
+            "hash": self.hash,
+            "title": self.body.get("title"),
+            "close": self.body.get("close"),
+            "submit": self.body.get("submit"),
+            "clear_on_close": False,
+            "notify_on_close": False,
+            "external_id": "",
+            "root_view_id": self.id,
+            "previous_view_id": None,
+            "app_id": app_id,
+            "app_installed_team_id": team_id,
+            "bot_id": bot_id,
+        }
+
+
+@dataclass
+class Trigger:
+    """A `trigger_id` Slack handed out with an interaction: good for one `views.open`, within
+    three seconds (https://docs.slack.dev/interactivity/handling-user-interaction)."""
+
+    id: str
+    user: str
+    issued_at: float
+    used: bool = False
+
+
+@dataclass
 class Message:
     channel: str
     ts: str
@@ -91,6 +149,14 @@ class Workspace:
         self.responses: list[dict[str, Any]] = []
         self.statuses: list[dict[str, Any]] = []
         self.faults: list[Fault] = []
+        self.sessions: dict[tuple[str, str], AgentSession] = {}
+        self.suggested_prompts: list[dict[str, Any]] = []
+        self.titles: list[dict[str, Any]] = []
+        self.home_views: dict[str, View] = {}
+        """The Home tab each user sees, by user id."""
+        self.modals: list[View] = []
+        self.triggers: dict[str, Trigger] = {}
+        self._view_ids = itertools.count(1)
         self._ts = itertools.count(1)
         self._base = int(time.time())
 
@@ -98,6 +164,18 @@ class Workspace:
 
     def next_ts(self) -> str:
         return f"{self._base}.{next(self._ts):06d}"
+
+    def next_view_id(self) -> str:
+        return f"V{next(self._view_ids):08d}"
+
+    # interactions ---------------------------------------------------------------------------
+
+    def issue_trigger(self, trigger_id: str, user: str) -> None:
+        """Slack hands out a trigger with each click, shortcut or command (the driver calls it)."""
+        self.triggers[trigger_id] = Trigger(id=trigger_id, user=user, issued_at=self.clock())
+
+    def session_of(self, channel: str, thread_ts: str) -> AgentSession | None:
+        return self.sessions.get((channel, thread_ts))
 
     # faults --------------------------------------------------------------------------------
 
@@ -157,6 +235,9 @@ class Workspace:
     def calls_to(self, method: str) -> list[Call]:
         return [c for c in self.calls if c.method == method]
 
+    def render_view(self, view: View, names: dict[str, str] | None = None) -> str:
+        return render_view(view, names)
+
     def stream_expired(self, message: Message) -> bool:
         if not message.streaming:
             return True
@@ -185,6 +266,36 @@ class Workspace:
         return "\n".join(lines)
 
 
+def render_view(view: View, names: dict[str, str] | None = None) -> str:
+    """A Home tab or modal as a person reads it: its texts, and its buttons in brackets."""
+    names = names or {}
+    lines = [f"  ┌ {view.type} of {names.get(view.user, view.user)}"]
+    for block in view.body.get("blocks", []):
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "divider":
+            lines.append("  │ ───")
+            continue
+        text = _blocks_text([block])
+        for name, shown in names.items():
+            text = text.replace(f"<@{name}>", f"@{shown}")
+        if text:
+            lines.append("  │ " + text.replace("\n", "\n  │ "))
+        buttons = _buttons([block])
+        if buttons:
+            lines.append("  │   " + "  ".join(f"[{b}]" for b in buttons))
+    return "\n".join(lines)
+
+
+def is_request(message: Message) -> bool:
+    """The bot's own kind of message with blocks that are not an answer's feedback buttons: an
+    approval request (with its buttons, or once settled, without them)."""
+    blocks = message.blocks or []
+    return bool(blocks) and not any(
+        isinstance(b, dict) and b.get("type") == "context_actions" for b in blocks
+    )
+
+
 def _blocks_text(blocks: list[Any] | None) -> str:
     parts: list[str] = []
     for block in blocks or []:
@@ -206,4 +317,8 @@ def _buttons(blocks: list[Any] | None) -> list[str]:
             for element in block.get("elements", []):
                 if element.get("type") == "button":
                     found.append(str(element.get("text", {}).get("text", "")))
+        if isinstance(block, dict) and block.get("type") == "context_actions":
+            for element in block.get("elements", []):
+                for side in ("positive_button", "negative_button"):
+                    found.append(str(element.get(side, {}).get("text", {}).get("text", "")))
     return found

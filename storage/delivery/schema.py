@@ -1,5 +1,6 @@
-"""Tables the Slack renderer keeps beside the engine's: where each session's replies go, how far
-its event log has been delivered, and every message it posted.
+"""Tables the Slack surface keeps beside the engine's: where each session's replies go, how far
+its event log has been delivered, every message it posted, and what people said of the answers
+(the feedback buttons).
 
 They live in the same database as the engine's tables (created by migration 0002), but the
 engine never reads them: delivery is the surface's business, and a renderer that crashed must
@@ -68,4 +69,28 @@ delivery_posts = Table(
     Index("ix_delivery_posts_session_state", "session_key", "state"),
 )
 
-DELIVERY_TABLES = (delivery_targets, delivery_posts)
+slack_feedback = Table(
+    "slack_feedback",
+    delivery_metadata,
+    # One row per person and answer: the buttons toggle, so the last click wins (migration 0006).
+    Column("session_key", Text, primary_key=True),
+    Column("turn_id", Text, primary_key=True),
+    Column("team", Text, primary_key=True),
+    Column("user_id", Text, primary_key=True),
+    Column("value", Text, nullable=False),  # positive | negative
+    Column("clicked_at", Double, nullable=False),
+    Index("ix_slack_feedback_clicked_at", "clicked_at"),
+)
+
+slack_home_viewers = Table(
+    "slack_home_viewers",
+    delivery_metadata,
+    # Who has a Home tab (the approval inbox) to keep fresh, with the org their principal names
+    # (migration 0006): republished when a request they may answer appears or goes.
+    Column("team", Text, primary_key=True),
+    Column("user_id", Text, primary_key=True),
+    Column("enterprise", Text, nullable=True),
+    Column("opened_at", Double, nullable=False),
+)
+
+DELIVERY_TABLES = (delivery_targets, delivery_posts, slack_feedback, slack_home_viewers)

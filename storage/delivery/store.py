@@ -36,7 +36,13 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from agent.seams import SchemaMismatchError, StoreHandle
-from storage.delivery.schema import DELIVERY_REVISION, delivery_posts, delivery_targets
+from storage.delivery.schema import (
+    DELIVERY_REVISION,
+    delivery_posts,
+    delivery_targets,
+    slack_feedback,
+    slack_home_viewers,
+)
 from storage.sql.dialects import dialect_for
 from storage.sql.executor import TransactionExecutor
 
@@ -69,6 +75,20 @@ class Post:
     mode: str = "stream"
     body: dict[str, Any] = field(default_factory=dict)
     opened_at: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Feedback:
+    """What one person said of one answer (the last of their clicks on its buttons)."""
+
+    session_key: str
+    turn_id: str
+    team: str
+    user_id: str
+    value: str
+    """positive | negative"""
+    clicked_at: float
+    """When Slack says the click happened (its `action_ts`)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -166,6 +186,20 @@ class _Statements:
         # SET takes whichever columns the parameters name besides `b_post`.
         self.update_post = update(delivery_posts).where(post_key)
         self.delete_post = delivery_posts.delete().where(post_key)
+        feedback = insert(slack_feedback)
+        f = slack_feedback.c
+        # The buttons toggle: a person's later click replaces an earlier one, whichever of two
+        # racing requests commits last.
+        self.record_feedback = feedback.on_conflict_do_update(
+            index_elements=[f.session_key, f.turn_id, f.team, f.user_id],
+            set_={"value": feedback.excluded.value, "clicked_at": feedback.excluded.clicked_at},
+            where=feedback.excluded.clicked_at >= f.clicked_at,
+        )
+        viewer = insert(slack_home_viewers)
+        self.note_home_viewer = viewer.on_conflict_do_update(
+            index_elements=[slack_home_viewers.c.team, slack_home_viewers.c.user_id],
+            set_={"enterprise": viewer.excluded.enterprise, "opened_at": viewer.excluded.opened_at},
+        )
 
 
 class DeliveryStore:
@@ -375,6 +409,53 @@ class DeliveryStore:
             conn.execute(s.advance, {"b_key": session_key, "b_cursor": cursor})
 
         await self._x.write(body)
+
+    # feedback ----------------------------------------------------------------------------
+
+    async def record_feedback(self, feedback: Feedback) -> None:
+        """Keep a person's click on an answer's feedback buttons (their latest one wins)."""
+        statement = self._s.record_feedback
+        values = {
+            "session_key": feedback.session_key,
+            "turn_id": feedback.turn_id,
+            "team": feedback.team,
+            "user_id": feedback.user_id,
+            "value": feedback.value,
+            "clicked_at": feedback.clicked_at,
+        }
+        await self._x.write(lambda c: c.execute(statement, values), urgent=True)
+
+    async def feedback(self, *, since: float | None = None) -> list[Feedback]:
+        """Every answer's feedback, oldest click first; `since`: clicked at or after then."""
+        f = slack_feedback.c
+        query = select(slack_feedback).order_by(f.clicked_at, f.session_key, f.turn_id)
+        if since is not None:
+            query = query.where(f.clicked_at >= since)
+        rows = await self._x.read(lambda conn: conn.execute(query).all())
+        return [Feedback(**dict(row._mapping)) for row in rows]
+
+    # Home tabs ---------------------------------------------------------------------------
+
+    async def note_home_viewer(
+        self, team: str, user_id: str, enterprise: str | None, now: float
+    ) -> None:
+        """This person opened the Home tab: keep their inbox fresh from now on."""
+        statement = self._s.note_home_viewer
+        values = {"team": team, "user_id": user_id, "enterprise": enterprise, "opened_at": now}
+        await self._x.write(lambda c: c.execute(statement, values))
+
+    async def home_viewers(
+        self, team: str, users: Iterable[str] | None = None, *, limit: int = 200
+    ) -> list[tuple[str, str | None]]:
+        """(user, enterprise) of the people of `team` with a Home tab (only `users`, if given),
+        the most recent visitors first."""
+        v = slack_home_viewers.c
+        query = select(v.user_id, v.enterprise).where(v.team == team)
+        if users is not None:
+            query = query.where(v.user_id.in_(list(users)))
+        query = query.order_by(v.opened_at.desc()).limit(limit)
+        rows = await self._x.read(lambda conn: conn.execute(query).all())
+        return [(str(row[0]), row[1]) for row in rows]
 
 
 def _apply(conn: Connection, statement: Any, change: PostUpdate, now: float) -> None:

@@ -11,8 +11,10 @@ from sqlalchemy import text
 from agent import (
     Agent,
     AnswerRequest,
+    RequestExpiredError,
     ScriptedModel,
     ScriptedReply,
+    SuggestedPrompt,
     ToolCall,
     ToolContext,
     TriggerMessage,
@@ -70,6 +72,33 @@ async def wait_for_gate(name: str) -> dict[str, Any]:
     return {"opened": name}
 
 
+@tool
+async def long_task(name: str, ctx: ToolContext) -> dict[str, Any]:
+    """Works until the test opens the gate, or the turn is asked to stop (a remote tool that
+    watches its cancellation, as a long one should)."""
+    gate = asyncio.ensure_future(GATE.setdefault(name, asyncio.Event()).wait())
+    stop = asyncio.ensure_future(ctx.cancellation.wait())
+    done, pending = await asyncio.wait({gate, stop}, return_when=asyncio.FIRST_COMPLETED)
+    for task in pending:
+        task.cancel()
+    return {"stopped": stop in done}
+
+
+@tool
+async def timed_refund(order_id: str, ctx: ToolContext) -> dict[str, Any]:
+    """A refund whose approval waits an hour at most."""
+    try:
+        approved = await ctx.request_input(
+            id="approve-refund",
+            prompt=f"Approve a refund on order {order_id}? (an hour to answer)",
+            schema={"type": "boolean"},
+            expires_after=3600,
+        )
+    except RequestExpiredError:
+        return {"refunded": False, "why": "nobody approved it in time"}
+    return {"refunded": approved is True}
+
+
 HOLDS: list[dict[str, Any]] = []
 """Every hold the provider placed: a confirmed write must land here exactly once."""
 EFFECTS_FILE = "BOT_TEST_EFFECTS_FILE"
@@ -85,6 +114,17 @@ def _record_effect(key: str) -> None:
         log.write(key + "\n")
         log.flush()
         os.fsync(log.fileno())
+
+
+@tool(effect="write", confirmation="required", expires_after=3600)
+async def timed_hold(order_id: str, ctx: ToolContext) -> dict[str, Any]:
+    """Put an order on hold, if someone confirms within the hour."""
+
+    async def hold(authority: Any) -> dict[str, Any]:
+        return {"held": order_id}
+
+    effect = await ctx.run_effect(f"timed-hold:{order_id}", hold)
+    return dict(effect.value)
 
 
 @tool(effect="write", confirmation="required")
@@ -124,7 +164,17 @@ async def ship_order(order_id: str, ctx: ToolContext) -> Any:
 AGENT = Agent(
     name="test-ops",
     instructions="Help with orders.",
-    tools=[lookup_order, issue_refund, escalate, wait_for_gate, place_hold, ship_order],
+    tools=[
+        lookup_order,
+        issue_refund,
+        escalate,
+        wait_for_gate,
+        long_task,
+        timed_refund,
+        timed_hold,
+        place_hold,
+        ship_order,
+    ],
     authorize_answer=managers_only,
 )
 
@@ -156,6 +206,36 @@ GATED = [
     ),
     ScriptedReply(text=["Second part ", "after the long call."]),
 ]
+
+LONG = [
+    ScriptedReply(
+        text=["First part ", "of the answer."],
+        tool_calls=[ToolCall(id="c_long", name="long_task", input={"name": "long"})],
+    ),
+    ScriptedReply(text=["Second part ", "after the long call."]),
+]
+"""A turn in a long tool call that stops early when the turn is cancelled."""
+
+TIMED = [
+    ScriptedReply(
+        text="Asking for approval.",
+        tool_calls=[ToolCall(id="c_timed", name="timed_refund", input={"order_id": "42"})],
+    ),
+    ScriptedReply(text="Nobody approved the refund in time."),
+]
+
+
+def timed_hold_reply(request: Any, step: int) -> ScriptedReply:
+    """Proposes a timed hold; the turn the expiry queues says so."""
+    opening = next(m for m in reversed(request.messages) if m.role in ("user", "trigger"))
+    if isinstance(opening, TriggerMessage):
+        return ScriptedReply(text="The hold expired unconfirmed.")
+    if step == 0:
+        return ScriptedReply(
+            text="Proposing a hold.",
+            tool_calls=[ToolCall(id="c_th", name="timed_hold", input={"order_id": "42"})],
+        )
+    return ScriptedReply(text="The hold waits for your confirmation.")
 
 
 LOOKUP = [
@@ -282,3 +362,18 @@ def chaos_model() -> ScriptedModel:
         return REFUND[step]
 
     return ScriptedModel(responder=respond)
+
+
+PROMPTS = (
+    SuggestedPrompt(title="Look up an order", message="What is in order 42?"),
+    SuggestedPrompt(title="Refund", message="Refund order 42, it arrived broken"),
+    SuggestedPrompt(title="Hold", message="Put order 42 on hold"),
+    SuggestedPrompt(title="Ship", message="Ship order 42"),
+)
+PROMPTED = Agent(
+    name="test-ops",
+    instructions="Help with orders.",
+    tools=AGENT.tools,
+    authorize_answer=managers_only,
+    suggested_prompts=PROMPTS,
+)

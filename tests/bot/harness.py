@@ -21,7 +21,7 @@ from bot.asgi_server import BackgroundServer
 from bot.rendering import RenderSettings
 from bot.settings import Settings
 from bot.testing import SlackDriver, SlackStandIn
-from bot.testing.workspace import Message
+from bot.testing.workspace import Message, is_request
 from storage import SqlStore
 from storage.delivery.store import DeliveryStore
 
@@ -175,8 +175,19 @@ def buttons(message: Message) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def replies(standin: SlackStandIn, channel: str) -> list[Message]:
-    """The bot's messages in a channel that are not approvals."""
-    return [m for m in standin.bot_messages(channel) if not m.blocks]
+    """The bot's messages in a channel that are not approvals (a final answer carries its
+    feedback buttons as blocks)."""
+    return [m for m in standin.bot_messages(channel) if not is_request(m)]
+
+
+def feedback_buttons(message: Message) -> dict[str, Any] | None:
+    """The `feedback_buttons` element under an answer, or None."""
+    for block in message.blocks or []:
+        if block.get("type") == "context_actions":
+            for element in block.get("elements", []):
+                if element.get("type") == "feedback_buttons":
+                    return dict(element)
+    return None
 
 
 def idle(standin: SlackStandIn, channel: str) -> bool:

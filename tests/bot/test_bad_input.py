@@ -315,6 +315,49 @@ async def test_other_interactivity_of_a_shape_slack_never_sends_is_200(db_url, l
     await assert_ignored(app, db_url, logged, bodies)
 
 
+async def test_agent_payloads_of_a_shape_slack_never_sends_are_200_and_do_nothing(
+    db_url, launch, logged
+):
+    """Stop, a new assistant thread, the App Home, a Home tab click, a feedback click and the
+    Deny modal's submission, each with fields Slack always sends of the right type missing or
+    wrong: a 200, nothing stored, nothing logged at ERROR."""
+    app = await start(launch, db_url, logged)
+    ts = app.slack.new_ts()
+    stop = {"type": "agent_session_stopped", "channel": CHANNEL, "user": "U0ALICE"}
+    events = [
+        {**stop, "thread_ts": [ts]},
+        {**stop, "thread_ts": ts, "user": 5},
+        {**stop, "thread_ts": MARK},
+        {"type": "assistant_thread_started", "assistant_thread": [MARK]},
+        {"type": "assistant_thread_started", "assistant_thread": {"user_id": MARK}},
+        {"type": "app_home_opened", "user": ["U0ALICE"], "tab": "home"},
+        {"type": "app_home_opened", "user": "U0ALICE", "tab": 5},
+        {"type": "app_home_opened", "user": MARK, "tab": "messages", "channel": 5},
+    ]
+    bodies = [(JSON, json.dumps(envelope(app, event))) for event in events]
+    feedback = {"action_id": "agent_feedback", "type": "feedback_buttons"}
+    clicks = [
+        click_payload(container={"type": "view", "view_id": MARK}),
+        click_payload(actions=[{**feedback, "value": MARK}]),
+        click_payload(actions=[{**feedback, "value": json.dumps({"v": "positive"})}]),
+        click_payload(actions=[{**feedback, "value": json.dumps({"v": 5, "s": 5, "t": 5})}]),
+    ]
+    submission = {
+        "type": "view_submission",
+        "user": {"id": "U0ALICE", "team_id": "T0DEMO"},
+        "team": {"id": "T0DEMO"},
+        "view": {"type": "modal", "callback_id": "agent_deny_reason", "private_metadata": MARK},
+    }
+    submissions = [
+        submission,
+        {**submission, "view": {**submission["view"], "private_metadata": 5}},
+        {**submission, "view": {**submission["view"], "state": [MARK]}},
+        {**submission, "user": MARK},
+    ]
+    bodies += [(FORM, form(payload)) for payload in (*clicks, *submissions)]
+    await assert_ignored(app, db_url, logged, bodies)
+
+
 # inbound text ------------------------------------------------------------------------------
 
 

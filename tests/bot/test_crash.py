@@ -4,6 +4,7 @@ posted twice. The bot runs as a real subprocess, killed with SIGKILL."""
 from __future__ import annotations
 
 from bot.testing import SlackDriver
+from bot.testing.workspace import is_request
 from tests.bot.agents import AGENT, GATE, GATED, model
 from tests.bot.harness import (
     SECRET,
@@ -55,7 +56,7 @@ async def test_an_approval_posted_just_before_a_crash_is_not_posted_again(db_url
     async with served(serving, db_url, standin.api_url, "REFUND") as (proc, port):
         await eventually(lambda: standin.calls_to("conversations.replies"), within=30)
         await rendered_out(db_url)  # the lookup's outcome, a second post or none, is in
-        assert len([m for m in standin.bot_messages(CHANNEL) if m.blocks]) == 1
+        assert len([m for m in standin.bot_messages(CHANNEL) if is_request(m)]) == 1
         message = approval(standin, CHANNEL)
         assert message is not None
         approve = next(b for b in message.blocks if b["type"] == "actions")["elements"][0]
@@ -70,7 +71,7 @@ async def test_an_approval_posted_just_before_a_crash_is_not_posted_again(db_url
         await eventually(
             lambda: any("Refund done." in m.text for m in replies(standin, CHANNEL)), within=30
         )
-    assert len([m for m in standin.bot_messages(CHANNEL) if m.blocks]) == 1
+    assert len([m for m in standin.bot_messages(CHANNEL) if is_request(m)]) == 1
 
 
 async def test_an_approval_answered_while_its_worker_is_dead_is_not_posted_again(db_url, standin):
@@ -101,7 +102,7 @@ async def test_an_approval_answered_while_its_worker_is_dead_is_not_posted_again
             )
             await eventually(lambda: idle(standin, CHANNEL))
             await rendered_out(db_url)  # a second request, if there were one, has landed by now
-    requests = [m for m in standin.bot_messages(CHANNEL) if m.blocks]
+    requests = [m for m in standin.bot_messages(CHANNEL) if is_request(m)]
     assert [m.ts for m in requests] == [message.ts]
     assert "Approved by <@U0ALICE>" in message.text
 

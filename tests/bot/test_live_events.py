@@ -31,7 +31,7 @@ from bot.app import SlackBot, open_bot
 from bot.asgi_server import BackgroundServer
 from bot.inbound import session_key
 from bot.testing import SlackDriver, SlackStandIn
-from bot.testing.workspace import Message
+from bot.testing.workspace import Message, is_request
 from tests.bot.agents import AGENT
 from tests.bot.harness import (
     FAST,
@@ -115,7 +115,7 @@ def reply_messages(standin: SlackStandIn, thread_ts: str | None = None) -> list[
     return [
         m
         for m in standin.bot_messages(CHANNEL)
-        if not m.blocks and (thread_ts is None or m.thread_ts == thread_ts)
+        if not is_request(m) and (thread_ts is None or m.thread_ts == thread_ts)
     ]
 
 

@@ -33,7 +33,7 @@ from bot.rendering import LeaseLost, RenderSettings, SessionRenderer
 from bot.rendering.parts import Target
 from bot.slack_calls import make_render_client
 from bot.testing import SlackStandIn
-from bot.testing.workspace import Message
+from bot.testing.workspace import Message, is_request
 from storage import SqlStore
 from storage.delivery.store import DeliveryStore
 from tests.bot.agents import AGENT, hold_model
@@ -134,7 +134,7 @@ async def thread(db_url: str, standin: SlackStandIn) -> AsyncIterator[Thread]:
 
 
 def _is_reply(text: str) -> Callable[[Message], bool]:
-    return lambda m: not m.blocks and text in m.text
+    return lambda m: not is_request(m) and text in m.text
 
 
 def _shape(messages: list[Message]) -> list[str]:
@@ -142,7 +142,7 @@ def _shape(messages: list[Message]) -> list[str]:
     wherever it is kept) or "approval"."""
     shown: list[str] = []
     for m in messages:
-        if m.blocks:
+        if is_request(m):
             shown.append("approval")
             continue
         tasks = " ".join(f"{t.get('status')}:{t.get('title')}" for t in m.tasks.values())
@@ -212,7 +212,8 @@ async def test_a_renderer_outlived_by_its_lease_makes_no_further_slack_call(
     slow = thread.renderer(
         thread.store, settings=settings, owner="slow-worker", leased_at=leased_at
     )
-    thread.standin.fail("assistant.threads.setStatus", "ratelimited", retry_after=3)
+    # The turn's first Slack call: its agent session's `processing`.
+    thread.standin.fail("agents.sessions.setStatus", "ratelimited", retry_after=3)
 
     task = asyncio.create_task(slow.catch_up())
     await eventually(lambda: thread.standin.calls, within=30)  # the rate-limited call
@@ -222,5 +223,5 @@ async def test_a_renderer_outlived_by_its_lease_makes_no_further_slack_call(
     with pytest.raises(LeaseLost):
         await asyncio.wait_for(task, 30)
     assert [(c.method, c.status) for c in thread.standin.calls] == [
-        ("assistant.threads.setStatus", 429)
+        ("agents.sessions.setStatus", 429)
     ]

@@ -198,3 +198,199 @@ async def test_a_message_shortcut_from_a_person_of_another_workspace(
     payload = captured.payload()
     assert payload["team"]["id"] == "T0DEMO"
     assert payload["user"]["team_id"] == "T0OTHER"
+
+
+# what Slack sends an agent app (bot/testing/agent_events.py cites each reference) ----------
+
+STOP_FIELDS = {"type", "channel", "thread_ts", "user", "streaming_message_ts", "event_ts"}
+"""https://docs.slack.dev/reference/events/agent_session_stopped"""
+THREAD_STARTED_FIELDS = {"type", "assistant_thread", "event_ts"}
+ASSISTANT_THREAD_FIELDS = {"user_id", "context", "channel_id", "thread_ts"}
+"""https://docs.slack.dev/reference/events/assistant_thread_started"""
+HOME_OPENED_FIELDS = {"type", "user", "channel", "tab", "event_ts"}
+"""https://docs.slack.dev/reference/events/app_home_opened (and `view`, once one was published)"""
+VIEW_FIELDS = {
+    "id",
+    "team_id",
+    "type",
+    "blocks",
+    "private_metadata",
+    "callback_id",
+    "hash",
+    "title",
+    "close",
+    "submit",
+    "clear_on_close",
+    "notify_on_close",
+    "external_id",
+    "root_view_id",
+    "previous_view_id",
+    "app_id",
+    "app_installed_team_id",
+    "bot_id",
+}
+INTERACTION_FIELDS = {
+    "type",
+    "user",
+    "api_app_id",
+    "token",
+    "team",
+    "enterprise",
+    "is_enterprise_install",
+    "trigger_id",
+}
+HOME_CLICK_FIELDS = INTERACTION_FIELDS | {"container", "view", "actions"}
+"""block_actions from a Home tab: a view container and the view; no channel, message or
+response_url (https://docs.slack.dev/reference/interaction-payloads/block_actions-payload)."""
+MESSAGE_CLICK_FIELDS = INTERACTION_FIELDS | {
+    "container",
+    "channel",
+    "message",
+    "response_url",
+    "actions",
+}
+SUBMISSION_FIELDS = INTERACTION_FIELDS | {"view", "response_urls"}
+"""https://docs.slack.dev/reference/interaction-payloads/view-interactions-payload"""
+
+
+def _event(captured: Captured) -> dict[str, Any]:
+    body: dict[str, Any] = json.loads(captured.requests[-1].content)
+    assert body["type"] == "event_callback"
+    event: dict[str, Any] = body["event"]
+    return event
+
+
+async def test_a_stop_names_the_thread_and_the_streams_slack_stopped(captured: Captured) -> None:
+    standin = SlackStandIn()
+    root = "1700000000.000100"
+    standin.add_user_message("C0CTRL", root, "U0ALICE", "hi")
+    slack = await _driver(captured, standin)
+    try:
+        await slack.stop("U0ALICE", channel="C0CTRL", thread_ts=root, team_id="T0OTHER")
+    finally:
+        await slack.aclose()
+    body = json.loads(captured.requests[-1].content)
+    assert body["team_id"] == "T0OTHER"
+    event = _event(captured)
+    assert set(event) == STOP_FIELDS
+    assert (event["channel"], event["thread_ts"], event["user"]) == ("C0CTRL", root, "U0ALICE")
+    assert event["streaming_message_ts"] == []  # no stream was active: still an array
+
+
+async def test_an_assistant_thread_start_carries_its_context(captured: Captured) -> None:
+    slack = await _driver(captured, SlackStandIn())
+    try:
+        channel, thread_ts = await slack.start_assistant_thread("U0ALICE", viewing="C0CTRL")
+    finally:
+        await slack.aclose()
+    event = _event(captured)
+    assert set(event) == THREAD_STARTED_FIELDS
+    thread = event["assistant_thread"]
+    assert set(thread) == ASSISTANT_THREAD_FIELDS
+    assert (thread["channel_id"], thread["thread_ts"]) == (channel, thread_ts)
+    assert thread["context"]["channel_id"] == "C0CTRL"
+    assert thread["context"]["team_id"] == "T0DEMO"
+
+
+async def test_app_home_opened_has_the_view_only_once_one_was_published(
+    captured: Captured,
+) -> None:
+    standin = SlackStandIn()
+    slack = await _driver(captured, standin)
+    try:
+        await slack.open_home("U0ALICE")
+        first = _event(captured)
+        standin._publish(
+            {"user_id": "U0ALICE", "view": {"type": "home", "blocks": [], "private_metadata": ""}}
+        )
+        await slack.open_home("U0ALICE")
+        second = _event(captured)
+        await slack.open_home("U0ALICE", tab="messages")
+        messages = _event(captured)
+    finally:
+        await slack.aclose()
+    assert set(first) == HOME_OPENED_FIELDS
+    assert set(second) == HOME_OPENED_FIELDS | {"view"}
+    assert set(second["view"]) == VIEW_FIELDS
+    assert second["view"]["type"] == "home"
+    assert set(messages) == HOME_OPENED_FIELDS
+    assert messages["tab"] == "messages"
+
+
+async def test_a_home_click_has_a_view_and_no_channel(captured: Captured) -> None:
+    standin = SlackStandIn()
+    button = {
+        "type": "button",
+        "action_id": "agent_approve",
+        "value": "v",
+        "text": {"type": "plain_text", "text": "Approve"},
+    }
+    assert standin._publish(
+        {
+            "user_id": "U0ALICE",
+            "view": {"type": "home", "blocks": [{"type": "actions", "elements": [button]}]},
+        }
+    )["ok"]
+    slack = await _driver(captured, standin)
+    try:
+        await slack.click_in_home("U0ALICE", button)
+    finally:
+        await slack.aclose()
+    payload = captured.payload()
+    assert set(payload) == HOME_CLICK_FIELDS
+    assert payload["container"] == {"type": "view", "view_id": standin.home_views["U0ALICE"].id}
+    assert set(payload["view"]) == VIEW_FIELDS | {"state"}
+    assert payload["actions"][0]["action_id"] == "agent_approve"
+    assert payload["trigger_id"] in standin.triggers
+
+
+async def test_a_feedback_click_is_a_feedback_buttons_action(captured: Captured) -> None:
+    element = {
+        "type": "feedback_buttons",
+        "action_id": "agent_feedback",
+        "positive_button": {"text": {"type": "plain_text", "text": "👍"}, "value": "up"},
+        "negative_button": {"text": {"type": "plain_text", "text": "👎"}, "value": "down"},
+    }
+    slack = await _driver(captured)
+    try:
+        await slack.feedback(
+            "U0ALICE", element, False, channel="C0CTRL", message_ts="1.2", thread_ts="1.1"
+        )
+    finally:
+        await slack.aclose()
+    payload = captured.payload()
+    assert set(payload) == MESSAGE_CLICK_FIELDS
+    (action,) = payload["actions"]
+    assert set(action) == {"type", "action_id", "block_id", "value", "text", "action_ts"}
+    assert (action["type"], action["value"]) == ("feedback_buttons", "down")
+
+
+async def test_a_submission_carries_the_views_state_values(captured: Captured) -> None:
+    standin = SlackStandIn()
+    standin.issue_trigger("t.1", "U0ALICE")
+    opened = standin._open(
+        {
+            "trigger_id": "t.1",
+            "view": {
+                "type": "modal",
+                "title": {"type": "plain_text", "text": "Deny"},
+                "submit": {"type": "plain_text", "text": "Deny"},
+                "private_metadata": "bound",
+                "callback_id": "agent_deny_reason",
+                "blocks": [],
+            },
+        }
+    )
+    slack = await _driver(captured, standin)
+    try:
+        await slack.submit("U0ALICE", opened["view"]["id"], {"reason": {"text": "too much"}})
+    finally:
+        await slack.aclose()
+    payload = captured.payload()
+    assert set(payload) == SUBMISSION_FIELDS
+    view = payload["view"]
+    assert set(view) == VIEW_FIELDS | {"state"}
+    assert view["private_metadata"] == "bound"
+    assert view["state"]["values"] == {
+        "reason": {"text": {"type": "plain_text_input", "value": "too much"}}
+    }

@@ -194,3 +194,264 @@ async def test_chat_delete_removes_only_the_bots_own_messages(client, standin):
     assert await refused(client.chat_delete(channel=CHANNEL, ts=posted["ts"])) == (
         "message_not_found"
     )
+
+
+# agent surfaces ----------------------------------------------------------------------------
+# Each case cites the reference it holds the stand-in to (see bot/testing/agent_surfaces.py).
+
+
+async def test_an_agent_session_takes_the_four_statuses_and_its_title_once(client, standin):
+    """https://docs.slack.dev/reference/methods/agents.sessions.setStatus: status is one of
+    active, processing, suspended, closed; the first call creates the session, and the title and
+    initiator apply only then."""
+    parent = a_thread(standin, 0)
+    assert (
+        await refused(
+            client.agents_sessions_setStatus(channel_id=CHANNEL, thread_ts=parent, status="busy")
+        )
+        == "invalid_arguments"
+    )
+    # thread-based sessions in channels and DMs need the thread
+    assert (
+        await refused(client.agents_sessions_setStatus(channel_id=CHANNEL, status="processing"))
+        == "invalid_arguments"
+    )
+    assert (
+        await refused(
+            client.agents_sessions_setStatus(
+                channel_id=CHANNEL, thread_ts=parent, status="processing", title="x" * 201
+            )
+        )
+        == "invalid_arguments"
+    )
+    first = await client.agents_sessions_setStatus(
+        channel_id=CHANNEL,
+        thread_ts=parent,
+        status="processing",
+        title="Refund order 42",
+        initiator_user_id="U0ALICE",
+    )
+    assert first["status"] == "processing"
+    await client.agents_sessions_setStatus(
+        channel_id=CHANNEL, thread_ts=parent, status="active", title="ignored"
+    )
+    session = standin.session_of(CHANNEL, parent)
+    assert session is not None
+    assert (session.title, session.initiator, session.history) == (
+        "Refund order 42",
+        "U0ALICE",
+        ["processing", "active"],
+    )
+    assert (
+        await refused(
+            client.agents_sessions_setStatus(
+                channel_id=CHANNEL, thread_ts="1.000001", status="active"
+            )
+        )
+        == "thread_not_found"
+    )
+
+
+async def test_a_session_status_warns_while_the_app_does_not_subscribe_to_stop():
+    """https://docs.slack.dev/reference/events/agent_session_stopped: while the app is not
+    subscribed, setStatus answers with the missing_agent_session_stopped_event_subscription
+    warning (and the user sees no Stop button)."""
+    async with SlackStandIn(events=frozenset({"app_mention"})) as unsubscribed:
+        parent = a_thread(unsubscribed, 0)
+        client = AsyncWebClient(token="xoxb-test", base_url=unsubscribed.api_url)
+        answer = await client.agents_sessions_setStatus(
+            channel_id=CHANNEL, thread_ts=parent, status="processing"
+        )
+    assert answer["response_metadata"]["warnings"] == [
+        "missing_agent_session_stopped_event_subscription"
+    ]
+
+
+async def test_an_app_not_declared_an_agent_keeps_no_session():
+    async with SlackStandIn(agent_app=False) as plain:
+        parent = a_thread(plain, 0)
+        client = AsyncWebClient(token="xoxb-test", base_url=plain.api_url)
+        code = await refused(
+            client.agents_sessions_setStatus(channel_id=CHANNEL, thread_ts=parent, status="active")
+        )
+    assert code == "not_allowed"
+    assert plain.sessions == {}
+
+
+async def test_stop_stream_sets_only_a_session_status_slack_knows(client, standin):
+    parent = a_thread(standin, 0)
+    stream = await client.chat_startStream(
+        channel=CHANNEL, thread_ts=parent, recipient_user_id="U0ALICE", recipient_team_id="T0DEMO"
+    )
+    assert (
+        await refused(
+            client.chat_stopStream(channel=CHANNEL, ts=stream["ts"], session_status="done")
+        )
+        == "invalid_arguments"
+    )
+    message = standin.find(CHANNEL, stream["ts"])
+    assert message is not None
+    assert message.streaming
+    await client.chat_stopStream(channel=CHANNEL, ts=stream["ts"], session_status="active")
+    session = standin.session_of(CHANNEL, parent)
+    assert session is not None
+    assert session.status == "active"
+
+
+async def test_thread_status_takes_at_most_ten_loading_messages(client, standin):
+    """https://docs.slack.dev/reference/methods/assistant.threads.setStatus: "Maximum of 10"."""
+    parent = a_thread(standin, 0)
+    many = [f"step {n}" for n in range(11)]
+    assert (
+        await refused(
+            client.assistant_threads_setStatus(
+                channel_id=CHANNEL, thread_ts=parent, status="busy", loading_messages=many
+            )
+        )
+        == "invalid_arguments"
+    )
+    await client.assistant_threads_setStatus(
+        channel_id=CHANNEL, thread_ts=parent, status="busy", loading_messages=many[:10]
+    )
+    assert standin.statuses[-1]["loading_messages"] == many[:10]
+
+
+async def test_suggested_prompts_are_one_to_four_titled_messages(client, standin):
+    """https://docs.slack.dev/reference/methods/assistant.threads.setSuggestedPrompts"""
+    prompt = {"title": "Refund", "message": "Refund order 42"}
+    for prompts in ([], [prompt] * 5, [{"title": "Refund"}], [{**prompt, "extra": "x"}]):
+        assert (
+            await refused(
+                client.assistant_threads_setSuggestedPrompts(channel_id="D0ALICE", prompts=prompts)
+            )
+            == "invalid_arguments"
+        )
+    await client.assistant_threads_setSuggestedPrompts(
+        channel_id="D0ALICE", title="How can I help?", prompts=[prompt]
+    )
+    assert standin.suggested_prompts[-1]["prompts"] == [prompt]
+
+
+def home(*blocks):
+    return {"type": "home", "blocks": list(blocks)}
+
+
+SECTION = {"type": "section", "text": {"type": "mrkdwn", "text": "hello"}}
+
+
+async def test_views_publish_refuses_a_stale_hash_and_blocks_slack_refuses(client, standin):
+    """https://docs.slack.dev/reference/methods/views.publish: `hash_conflict` when the hash is
+    not the current view's; `invalid_blocks` for blocks Slack does not take."""
+    first = await client.views_publish(user_id="U0ALICE", view=home(SECTION))
+    current = first["view"]["hash"]
+    assert (
+        await refused(client.views_publish(user_id="U0ALICE", view=home(SECTION), hash="1.stale"))
+        == "hash_conflict"
+    )
+    second = await client.views_publish(user_id="U0ALICE", view=home(SECTION), hash=current)
+    assert second["view"]["id"] == first["view"]["id"]
+    assert second["view"]["hash"] != current
+    for bad in (
+        {"type": "section"},  # neither text nor fields
+        {"type": "actions", "elements": []},
+        {"type": "header", "text": {"type": "mrkdwn", "text": "x"}},  # plain_text only
+        {"type": "input", "label": {"type": "plain_text", "text": "x"}, "element": {}},
+        {"type": "no_such_block"},
+    ):
+        code = await refused(client.views_publish(user_id="U0ALICE", view=home(bad)))
+        assert code == "invalid_blocks", bad
+    dup = {**SECTION, "block_id": "same"}
+    assert await refused(client.views_publish(user_id="U0ALICE", view=home(dup, dup))) == (
+        "invalid_blocks"
+    )
+    assert (
+        await refused(client.views_publish(user_id="U0ALICE", view={"type": "modal", "blocks": []}))
+        == "invalid_arguments"
+    )
+
+
+async def test_views_publish_needs_the_home_tab():
+    async with SlackStandIn(home_tab=False) as homeless:
+        client = AsyncWebClient(token="xoxb-test", base_url=homeless.api_url)
+        code = await refused(client.views_publish(user_id="U0ALICE", view=home(SECTION)))
+    assert code == "not_enabled"
+
+
+def modal(**extra):
+    return {
+        "type": "modal",
+        "title": {"type": "plain_text", "text": "Deny"},
+        "submit": {"type": "plain_text", "text": "Deny"},
+        "blocks": [SECTION],
+        **extra,
+    }
+
+
+async def test_views_open_takes_a_trigger_once_and_within_three_seconds(client, standin):
+    """https://docs.slack.dev/reference/methods/views.open: `invalid_trigger_id`,
+    `exchanged_trigger_id` (already used), `expired_trigger_id` (3 s after the interaction)."""
+    now = [1000.0]
+    standin.clock = lambda: now[0]
+    assert await refused(client.views_open(trigger_id="never.issued", view=modal())) == (
+        "invalid_trigger_id"
+    )
+    standin.issue_trigger("t.1", "U0ALICE")
+    opened = await client.views_open(trigger_id="t.1", view=modal())
+    assert opened["view"]["type"] == "modal"
+    assert await refused(client.views_open(trigger_id="t.1", view=modal())) == (
+        "exchanged_trigger_id"
+    )
+    standin.issue_trigger("t.2", "U0ALICE")
+    now[0] += 3.5
+    assert await refused(client.views_open(trigger_id="t.2", view=modal())) == (
+        "expired_trigger_id"
+    )
+    standin.issue_trigger("t.3", "U0ALICE")
+    too_long = modal(title={"type": "plain_text", "text": "x" * 25})
+    assert await refused(client.views_open(trigger_id="t.3", view=too_long)) == (
+        "invalid_arguments"
+    )
+    metadata = modal(private_metadata="x" * 3001)
+    assert await refused(client.views_open(trigger_id="t.3", view=metadata)) == (
+        "invalid_arguments"
+    )
+    # a refused call does not use the trigger up
+    assert (await client.views_open(trigger_id="t.3", view=modal()))["ok"]
+    assert [m.user for m in standin.modals] == ["U0ALICE", "U0ALICE"]
+
+
+async def test_message_blocks_are_checked_as_slack_checks_them(client, standin):
+    """What a message's blocks may hold: a feedback_buttons element only in context_actions,
+    and both of its buttons with a value (https://docs.slack.dev/reference/block-kit/
+    block-elements/feedback-buttons-element)."""
+    good = {
+        "type": "context_actions",
+        "elements": [
+            {
+                "type": "feedback_buttons",
+                "action_id": "feedback",
+                "positive_button": {"text": {"type": "plain_text", "text": "👍"}, "value": "up"},
+                "negative_button": {"text": {"type": "plain_text", "text": "👎"}, "value": "down"},
+            }
+        ],
+    }
+    assert (await client.chat_postMessage(channel=CHANNEL, text="t", blocks=[good]))["ok"]
+    no_value = {"type": "context_actions", "elements": [{**good["elements"][0]}]}
+    no_value["elements"][0]["negative_button"] = {"text": {"type": "plain_text", "text": "👎"}}
+    misplaced = {"type": "actions", "elements": good["elements"]}
+    for blocks in ([no_value], [misplaced]):
+        code = await refused(client.chat_postMessage(channel=CHANNEL, text="t", blocks=blocks))
+        assert code == "invalid_blocks"
+
+
+async def test_a_permalink_names_a_message_the_channel_holds(client, standin):
+    parent = a_thread(standin, 1)
+    reply = standin.thread(CHANNEL, parent)[-1].ts
+    link = (await client.chat_getPermalink(channel=CHANNEL, message_ts=reply))["permalink"]
+    assert link == (
+        f"https://demo.slack.com/archives/{CHANNEL}/p{reply.replace('.', '')}"
+        f"?thread_ts={parent}&cid={CHANNEL}"
+    )
+    assert await refused(client.chat_getPermalink(channel=CHANNEL, message_ts="1.000009")) == (
+        "message_not_found"
+    )

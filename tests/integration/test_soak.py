@@ -31,7 +31,7 @@ from agent import ReceiptStatus
 from bot.inbound import session_key
 from bot.rendering.parts import TASK_MARKS
 from bot.testing import SlackDriver, SlackStandIn
-from bot.testing.workspace import Message
+from bot.testing.workspace import Message, is_request
 from storage import SqlStore
 from tests.bot.agents import EFFECTS_FILE
 from tests.bot.harness import ONE_PROCESS, SECRET, WEB_AND_WORKER, buttons, rendered_out
@@ -172,7 +172,7 @@ def _thread(standin: SlackStandIn, ts: str) -> list[Message]:
 
 
 def _approval(messages: list[Message]) -> list[Message]:
-    return [m for m in messages if m.blocks]
+    return [m for m in messages if is_request(m)]
 
 
 def _said(messages: list[Message]) -> list[str]:
@@ -182,7 +182,7 @@ def _said(messages: list[Message]) -> list[str]:
     return [
         "\n".join(line for line in m.text.splitlines() if not line.startswith(marks)).strip()
         for m in messages
-        if not m.blocks
+        if not is_request(m)
     ]
 
 

@@ -45,7 +45,7 @@ from agent import ReceiptStatus
 from bot.inbound import session_key
 from bot.rendering.parts import TASK_MARKS
 from bot.testing import SlackDriver, SlackStandIn
-from bot.testing.workspace import Message
+from bot.testing.workspace import Message, is_request
 from storage import SqlStore, upgrade_database
 from tests.bot.agents import CHAOS_REPLIES, EFFECTS_FILE, NOTES_DDL, NOTES_TABLE
 from tests.bot.harness import SECRET, buttons, rendered_out
@@ -137,12 +137,12 @@ def said(messages: list[Message]) -> list[str]:
     return [
         "\n".join(line for line in m.text.splitlines() if not line.startswith(marks)).strip()
         for m in messages
-        if not m.blocks
+        if not is_request(m)
     ]
 
 
 def approvals(messages: list[Message]) -> list[Message]:
-    return [m for m in messages if m.blocks]
+    return [m for m in messages if is_request(m)]
 
 
 def has_buttons(message: Message) -> bool:

@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from bot.listeners import HANDLED_EVENTS
 from bot.resets import RESET_SHORTCUT
 from bot.settings import Settings
 
@@ -59,3 +60,31 @@ def test_the_dev_manifest_has_no_request_url() -> None:
     text = (ROOT / "manifest.dev.yml").read_text()
     assert "url:" not in text.replace("usage_hint", "")
     assert "https://" not in text
+
+
+def test_the_app_is_an_agent_with_its_home_and_messages_tabs() -> None:
+    """Slack's current agent surface is `features.agent_view` (slackapi/manifest-schema: an
+    `agent_description` of at most 300 characters, at most 4 suggested prompts); the Home tab
+    is the approval inbox, the Messages tab the agent's DM."""
+    features = _load("manifest.yml")["features"]
+    assert "assistant_view" not in features  # the older surface agent_view replaces
+    agent = features["agent_view"]
+    assert set(agent) <= {"agent_description", "suggested_prompts", "actions"}
+    assert 0 < len(agent["agent_description"]) <= 300
+    assert len(agent.get("suggested_prompts", [])) <= 4
+    assert features["app_home"] == {
+        "home_tab_enabled": True,
+        "messages_tab_enabled": True,
+        "messages_tab_read_only_enabled": False,
+    }
+
+
+def test_every_subscribed_event_has_a_listener() -> None:
+    """An event the app subscribes to but never handles would only cost acks; one it handles
+    but does not subscribe to never arrives (Stop and the Home tab need theirs)."""
+    events = _load("manifest.yml")["settings"]["event_subscriptions"]["bot_events"]
+    assert {"app_home_opened", "agent_session_stopped"} <= set(events)
+    # Under agent_view Slack starts a conversation with app_home_opened (tab: messages);
+    # assistant_thread_started belongs to assistant_view: handled, not subscribed.
+    assert "assistant_thread_started" not in events
+    assert {e.split(".")[0] for e in events} <= set(HANDLED_EVENTS)

@@ -122,5 +122,11 @@ def test_the_manifest_asks_for_exactly_the_scopes_the_code_needs() -> None:
 
 
 def test_feature_scopes_name_real_manifest_features() -> None:
-    assert set(FEATURE_SCOPES) <= {"slash_commands", "shortcuts", "bot_user", "app_home"}
+    assert set(FEATURE_SCOPES) <= {
+        "slash_commands",
+        "shortcuts",
+        "bot_user",
+        "app_home",
+        "agent_view",
+    }
     assert all(scopes for scopes in FEATURE_SCOPES.values())

@@ -1,0 +1,123 @@
+"""Slack's Stop button: the thread's turn stops durably, the model is not called again, the thread
+says who stopped it and the session leaves `processing`. A Stop from another workspace, or an
+unsigned one, stops nothing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bot.approvals import NO_LONGER_PENDING
+from bot.inbound import session_key
+from tests.bot.agents import AGENT, GATE, LONG, REFUND, model
+from tests.bot.harness import approval, eventually, idle, replies
+
+CHANNEL = "C0STOP"
+pytestmark = pytest.mark.usefixtures("serving")
+
+
+async def running(app, standin):
+    """A turn parked in a long tool call (its reply streaming, the session processing)."""
+    GATE.clear()
+    ts = await app.slack.mention("U0ALICE", "do the long thing", channel=CHANNEL)
+    await eventually(lambda: "long" in GATE)
+    await eventually(lambda: any("First part" in m.text for m in replies(standin, CHANNEL)))
+    await eventually(lambda: standin.session_of(CHANNEL, ts) is not None)
+    return ts
+
+
+async def test_stop_cancels_the_turn_and_the_model_is_not_called_again(db_url, launch, standin):
+    scripted = model(LONG)
+    app = await launch(db_url, AGENT, scripted)
+    ts = await running(app, standin)
+    calls = len(scripted.requests)
+
+    response = await app.slack.stop("U0BOB", channel=CHANNEL, thread_ts=ts)
+    assert response.status_code == 200
+    key = session_key("T0DEMO", CHANNEL, ts)
+    # durable before the ack: the turn is already marked to stop
+    (turn,) = await app.turns(key)
+    assert turn.cancel_reason == "stopped"
+
+    # The long tool sees the cancellation and returns; the turn stops at its next checkpoint.
+    await eventually(
+        lambda: _status(app, key, "cancelled"), what="the turn ends cancelled", within=20
+    )
+    await eventually(
+        lambda: any("stopped by <@U0BOB>" in m.text for m in replies(standin, CHANNEL))
+    )
+    await eventually(lambda: idle(standin, CHANNEL))
+    assert len(scripted.requests) == calls  # no model call after the Stop
+    assert not any("Second part" in m.text for m in replies(standin, CHANNEL))
+    session = standin.session_of(CHANNEL, ts)
+    assert session is not None
+    await eventually(lambda: session.status == "active")
+
+
+async def _status(app, key, status):
+    turns = await app.turns(key)
+    return bool(turns) and turns[-1].status.value == status
+
+
+async def test_a_stop_from_another_workspace_stops_nothing(db_url, launch, standin):
+    scripted = model(LONG)
+    app = await launch(db_url, AGENT, scripted)
+    ts = await running(app, standin)
+
+    response = await app.slack.stop("U0ALICE", channel=CHANNEL, thread_ts=ts, team_id="T0OTHER")
+    assert response.status_code == 200
+    event = app.slack.stop_event("U0ALICE", channel=CHANNEL, thread_ts=ts, streaming=[])
+    event["user_team"] = "T0OTHER"  # a guest from a workspace the channel is shared with
+    assert (await app.slack.post_event(event)).status_code == 200
+    unsigned = json.dumps(app.slack.envelope(event))
+    response = await app.slack.send(unsigned, content_type="application/json", secret="wrong")
+    assert response.status_code == 401
+
+    key = session_key("T0DEMO", CHANNEL, ts)
+    (turn,) = await app.turns(key)
+    assert turn.cancel_reason is None
+    GATE["long"].set()
+    await eventually(lambda: any("Second part" in m.text for m in replies(standin, CHANNEL)))
+    await eventually(lambda: _status(app, key, "completed"))
+
+
+def has_buttons(message) -> bool:
+    return any(b["type"] == "actions" for b in message.blocks or [])
+
+
+async def test_stop_ends_a_parked_approval_too(db_url, launch, standin):
+    """Unlike a newer message, which never ends a park: the request loses its buttons and says
+    who stopped it, the turn ends cancelled, a later click is "no longer pending"."""
+    scripted = model(REFUND)
+    app = await launch(db_url, AGENT, scripted)
+    ts = await app.slack.mention("U0ALICE", "refund order 42", channel=CHANNEL)
+    message = await eventually(lambda: approval(standin, CHANNEL))
+    await eventually(lambda: idle(standin, CHANNEL))
+    key = session_key("T0DEMO", CHANNEL, ts)
+    await eventually(lambda: standin.session_of(CHANNEL, ts).status == "suspended")
+    calls = len(scripted.requests)
+
+    assert (await app.slack.stop("U0ALICE", channel=CHANNEL, thread_ts=ts)).status_code == 200
+    await eventually(lambda: _status(app, key, "cancelled"))
+    await eventually(lambda: "Stopped by <@U0ALICE>" in message.text)
+    assert not has_buttons(message)
+    assert await app.session(key).pending() is None
+    await eventually(lambda: standin.session_of(CHANNEL, ts).status == "active")
+    assert len(scripted.requests) == calls
+
+    approve, _ = buttons_of_the_original(standin, message)
+    await app.slack.click("U0ALICE", approve, channel=CHANNEL, message_ts=message.ts, thread_ts=ts)
+    await eventually(lambda: standin.ephemerals)
+    assert "no longer pending" in standin.ephemerals[-1]["text"]
+    assert NO_LONGER_PENDING in message.text or "Stopped by" in message.text
+    assert len(scripted.requests) == calls
+
+
+def buttons_of_the_original(standin, message):
+    """The buttons as first posted (the message has none now): a stale client still shows them."""
+    posted = next(
+        c for c in standin.calls_to("chat.postMessage") if c.response.get("ts") == message.ts
+    )
+    actions = next(b for b in posted.args["blocks"] if b["type"] == "actions")
+    return actions["elements"]
