@@ -144,10 +144,6 @@ TurnEvent = Annotated[
     Field(discriminator="type"),
 ]
 
-TERMINAL_EVENT_TYPES = frozenset(
-    {"turn.completed", "turn.failed", "turn.cancelled", "input.requested"}
-)
-
 _event_adapter: TypeAdapter[TurnEvent] = TypeAdapter(TurnEvent)
 
 
