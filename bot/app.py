@@ -352,6 +352,15 @@ def build_model(settings: Settings) -> Model:
     )
 
 
+def _model_for(settings: Settings) -> Model:
+    """A process that runs no turn builds its model only if one ever does (`DeferredModel`)."""
+    if settings.run_turns:
+        return build_model(settings)
+    from bot.deferred_model import DeferredModel
+
+    return DeferredModel(lambda: build_model(settings))
+
+
 def engine_secrets(settings: Settings) -> list[str]:
     """What the engine scrubs from tool errors: what the logs scrub (`Settings.secrets`)."""
     return settings.secrets()
@@ -392,7 +401,7 @@ async def open_bot(
     options = runtime_options or ({"recovery_interval": settings.worker_poll} if worker else {})
     runtime = Runtime(
         opened,
-        model if model is not None else build_model(settings),
+        model if model is not None else _model_for(settings),
         agent=chosen,
         run_turns=settings.run_turns,
         secrets=engine_secrets(settings),

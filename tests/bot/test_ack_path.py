@@ -214,7 +214,10 @@ async def test_bot_serve_runs_web_concurrency_processes_on_one_port(db_url, stan
                     owners.add((await http.get(f"{base}/healthz")).json()["owner"])
             return len(owners) == 2
 
-        await eventually(both_answer, within=60, what="two web processes")
+        try:
+            await eventually(both_answer, within=60, what="two web processes")
+        except TimeoutError:
+            pytest.fail(f"answered only by {sorted(owners)} in 60 s; the log:\n{log.read_text()}")
         async with SlackDriver(base, SECRET, standin=standin) as slack:
             ts = await slack.mention("U0ALICE", "hello", channel=CHANNEL)
         store = await SqlStore.open(db_url)

@@ -160,3 +160,52 @@ def test_a_bad_thinking_budget_stops_the_bot_at_start(
     message = capsys.readouterr().err
     assert problem in message
     assert KEY not in message
+
+
+@pytest.mark.parametrize(("run_turns", "imported"), [("false", "False"), ("true", "True")])
+async def test_a_web_process_that_runs_no_turns_does_not_load_the_sdk(
+    env: pytest.MonkeyPatch, tmp_path: Path, run_turns: str, imported: str
+) -> None:
+    """Three seconds of CPU per web process (the SDK's types), on every start under
+    `WEB_CONCURRENCY`, for a model it never calls; a worker loads it as it opens."""
+    from storage import upgrade_database
+    from tests.support import children
+
+    url = f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}"
+    await upgrade_database(url)
+    environment = {
+        "DATABASE_URL": url,
+        "RUN_TURNS": run_turns,
+        "SLACK_SIGNING_SECRET": "config-test-secret",
+        "LOG_LEVEL": "WARNING",
+    }
+    ran = await children.run("tests.support.web_only_child", env=environment)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.split()[-1] == imported
+
+
+async def test_a_deferred_model_builds_on_the_first_turn_and_streams_it(
+    env: pytest.MonkeyPatch, api: AnthropicStandin
+) -> None:
+    from bot.deferred_model import DeferredModel
+
+    env.setenv("ANTHROPIC_BASE_URL", api.base_url)
+    built: list[Any] = []
+
+    def build() -> Any:
+        built.append(build_model(Settings()))
+        return built[-1]
+
+    model = DeferredModel(build)
+    assert not built
+    api.enqueue(sse_reply(Text("hello there")), sse_reply(Text("again")))
+    try:
+        texts = [getattr(event, "text", None) async for event in model.stream(request())]
+        assert "hello there" in "".join(t for t in texts if t)
+        stream = model.stream(request())
+        await anext(stream)  # read one event, then stop, as a cancelled turn does
+        await stream.aclose()
+        assert len(built) == 1, "built once, on the first turn"
+        assert len(api.requests) == 2
+    finally:
+        await built[0].aclose()
