@@ -8,6 +8,10 @@ cutoff after `NOW` rather than a wait.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from alembic import command
+from sqlalchemy import Connection, text
 
 from agent import (
     AssistantMessage,
@@ -28,6 +32,9 @@ from agent.seams import (
     SessionStatus,
     StepCommit,
 )
+from storage import SqlStore, upgrade_database
+from storage.migrate import alembic_config
+from storage.sql.dialects import dialect_for
 
 S = "slack:T1:C1:100.0"
 TTL = 30.0
@@ -311,3 +318,42 @@ async def test_receipts_go_only_when_asked_and_never_uncertain_ones(store: Sessi
     kept = await store.get_receipt(S, "refund:unknown")
     assert kept is not None
     assert kept.status is ReceiptStatus.UNCERTAIN
+
+
+async def test_migration_0007_dates_turns_that_ended_before_it_no_earlier_than_they_did(
+    tmp_path: Path,
+) -> None:
+    """A turn from before the revision gets its session's last activity as its end: never
+    earlier than it really ended, so none is pruned sooner than its retention says."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}"
+    executor = dialect_for(url).executor()
+
+    def to_0006(connection: Connection) -> None:
+        config = alembic_config()
+        config.attributes["connection"] = connection
+        command.upgrade(config, "0006")
+        connection.execute(
+            text("insert into sessions (key, status, updated_at) values ('s', 'idle', 500)")
+        )
+        for turn_id, status in (("done", "completed"), ("waiting", "queued")):
+            connection.execute(
+                text(
+                    "insert into turns (session_key, turn_id, status, input, created_at) "
+                    "values ('s', :t, :s, '{}', 100)"
+                ),
+                {"t": turn_id, "s": status},
+            )
+
+    try:
+        await executor.write(to_0006)
+    finally:
+        await executor.close()
+    await upgrade_database(url)
+    store = await SqlStore.open(url)
+    try:
+        rows = await store.run_sync(
+            lambda c: dict(c.execute(text("select turn_id, finished_at from turns")).all())
+        )
+    finally:
+        await store.close()
+    assert rows == {"done": 500.0, "waiting": None}

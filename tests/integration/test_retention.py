@@ -26,6 +26,7 @@ from agent import (
 )
 from bot.retention import Retention, run_prune
 from storage import SqlStore
+from storage.delivery.store import DeliveryStore, Post, PostUpdate
 from storage.sql.schema import turns
 from tests.support import children
 from tests.support.confirmations import turn_and_approve
@@ -254,3 +255,44 @@ async def test_bot_prune_refuses_what_it_cannot_read_in_one_line(sql_url: str) -
         assert len(lines) == 1, ran.stderr
         assert lines[0].startswith("bot prune: ")
         assert says in lines[0]
+
+
+async def test_only_finished_reply_bodies_go_from_the_delivery_tables(sql_url: str) -> None:
+    store = await SqlStore.open(sql_url)
+    delivery = await DeliveryStore.open(sql_url, store=store)
+    try:
+        made = [
+            ("reply", "closed", 100.0),  # the one that goes
+            ("reply", "open", 100.0),  # a restart puts it back from its body
+            ("reply", "closed", 300.0),  # too recent
+            ("notice", "closed", 100.0),  # its row is what makes it post once
+            ("approval", "closed", 100.0),  # a late click is answered from it
+        ]
+        for n, (kind, state, at) in enumerate(made):
+            post = Post(
+                post_key=f"k{n}",
+                session_key=KEY,
+                turn_id="T1",
+                kind=kind,
+                channel="C1",
+                thread_ts="1.0",
+                body={"text": f"body {n}"},
+            )
+            await delivery.begin_post(post, at)
+            await delivery.update_post(PostUpdate(post_key=f"k{n}", state=state, ts=f"{n}.5"), at)
+
+        assert await delivery.prune_posts(before=200.0, dry_run=True) == (1, None)
+        assert (await delivery.get_post("k0")).body == {"text": "body 0"}
+        assert await delivery.prune_posts(before=200.0, limit=1) == (1, "k0")
+        assert await delivery.prune_posts(before=200.0, after="k0", limit=1) == (0, None)
+        bodies = {p.post_key: p.body for p in await delivery.posts(KEY)}
+        assert bodies == {
+            "k0": {},
+            **{f"k{n}": {"text": f"body {n}"} for n in range(1, 5)},
+        }
+        stripped = await delivery.get_post("k0")
+        assert (stripped.state, stripped.ts) == ("closed", "0.5")  # its row and ts stay
+        assert await delivery.prune_posts(before=200.0) == (0, None)
+    finally:
+        await delivery.close()
+        await store.close()
