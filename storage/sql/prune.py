@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, Table, delete, func, select, update
+from sqlalchemy import ColumnElement, Table, delete, func, select, tuple_, update
 from sqlalchemy.engine import Connection
 
 from agent.seams import ConfirmationStatus, PruneCounts, ReceiptStatus, SessionStatus, TurnKind
@@ -111,50 +111,68 @@ def prune_turns(
         )
         .order_by(turns.c.id)
     ).all()
-    by_session: dict[str, list[Any]] = {}
-    for row in still:
-        by_session.setdefault(row.session_key, []).append(row)
     counts = PruneCounts(held=held)
-    for session, rows in by_session.items():
-        counts += _prune_session(conn, session, rows, horizons.get(session), dry_run, now)
+    if still:
+        counts += _prune_rows(conn, still, horizons, dry_run, now)
     return counts
 
 
-def _prune_session(
+def _in_pairs(table: Table, pairs: Sequence[tuple[str, str]]) -> list[ColumnElement[bool]]:
+    """Rows of these (session, turn id) pairs. The pair test is exact; the two plain IN lists
+    beside it give the planner an index on `session_key` (a list of row values alone may be
+    read as an OR no index serves, and `events` has no index on its turn)."""
+    return [
+        table.c.session_key.in_(sorted({session for session, _ in pairs})),
+        table.c.turn_id.in_(sorted({turn for _, turn in pairs})),
+        tuple_(table.c.session_key, table.c.turn_id).in_(pairs),
+    ]
+
+
+def _prune_rows(
     conn: Connection,
-    session: str,
     rows: Sequence[Any],
-    horizon: int | None,
+    horizons: Mapping[str, int],
     dry_run: bool,
     now: float,
 ) -> PruneCounts:
-    turn_ids = [row.turn_id for row in rows]
-    in_turns = (steps.c.session_key == session, steps.c.turn_id.in_(turn_ids))
-    removed_steps = _remove(conn, steps, in_turns, dry_run)
-    logged: list[ColumnElement[bool]] = [
-        events.c.session_key == session,
-        events.c.turn_id.in_(turn_ids),
-    ]
-    undelivered: set[str] = set()
-    if horizon is not None:
-        later = select(events.c.turn_id).where(*logged, events.c.seq > horizon).distinct()
-        undelivered = set(conn.execute(later).scalars())
-        logged.append(events.c.seq <= horizon)
-    removed_events = _remove(conn, events, logged, dry_run)
+    """A handful of statements for the whole batch, however many sessions it spans: a batch
+    of 500 turns in 500 sessions is one short transaction, not thousands of statements."""
+    pairs = [(row.session_key, row.turn_id) for row in rows]
+    last_seqs = select(events.c.session_key, events.c.turn_id, func.max(events.c.seq)).where(
+        *_in_pairs(events, pairs)
+    )
+    undelivered: set[tuple[str, str]] = set()
+    for session, turn_id, last in conn.execute(
+        last_seqs.group_by(events.c.session_key, events.c.turn_id)
+    ):
+        horizon = horizons.get(session)
+        if horizon is not None and int(last) > horizon:
+            undelivered.add((session, turn_id))
+    removed_steps = _remove(conn, steps, _in_pairs(steps, pairs), dry_run)
+    done = [row for row in rows if (row.session_key, row.turn_id) not in undelivered]
+    removed_events = 0
+    if done:
+        delivered = [(row.session_key, row.turn_id) for row in done]
+        removed_events += _remove(conn, events, _in_pairs(events, delivered), dry_run)
+    for session, turn_id in sorted(undelivered):  # rare: a renderer behind its thread
+        shown = (
+            events.c.session_key == session,
+            events.c.turn_id == turn_id,
+            events.c.seq <= horizons[session],
+        )
+        removed_events += _remove(conn, events, shown, dry_run)
     generations = archived_rows = 0
-    for row in rows:
-        if row.kind != TurnKind.RESET.value or row.turn_id in undelivered:
-            continue
-        generation = _archived_generation(row.result)
+    for row in done:
+        generation = _archived_generation(row.result) if row.kind == TurnKind.RESET.value else None
         if generation is None:
             continue
         generations += 1
         for table in ARCHIVES:
-            where = (table.c.session_key == session, table.c.generation == generation)
+            where = (table.c.session_key == row.session_key, table.c.generation == generation)
             archived_rows += _remove(conn, table, where, dry_run)
-    done = [row.id for row in rows if row.turn_id not in undelivered]
     if done and not dry_run:
-        conn.execute(update(turns).where(turns.c.id.in_(done)).values(pruned_at=now))
+        ids = [row.id for row in done]
+        conn.execute(update(turns).where(turns.c.id.in_(ids)).values(pruned_at=now))
     return PruneCounts(
         turns=len(done),
         steps=removed_steps,
