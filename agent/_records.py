@@ -177,6 +177,35 @@ class ArchivedGeneration:
 
 
 @dataclass(frozen=True, kw_only=True)
+class PruneCounts:
+    """What a retention batch removed (or, in a dry run, would remove), by kind.
+
+    A pruned turn keeps its row (id, status, result): the tombstone that makes a re-delivered
+    turn id replay its stored result instead of running again."""
+
+    turns: int = 0
+    """Finished turns whose steps and events were removed."""
+    steps: int = 0
+    events: int = 0
+    generations: int = 0
+    """Archived generations (what resets retired) removed whole."""
+    archived_rows: int = 0
+    """Their messages, steps, events and facts."""
+    receipts: int = 0
+    held: int = 0
+    """Old turns left alone this time: their session is live (a turn queued or running) or
+    parked (waiting on a person), or some of their events are not delivered yet."""
+
+    def __add__(self, other: PruneCounts) -> PruneCounts:
+        return PruneCounts(
+            **{name: getattr(self, name) + getattr(other, name) for name in _PRUNE_KINDS}
+        )
+
+
+_PRUNE_KINDS = ("turns", "steps", "events", "generations", "archived_rows", "receipts", "held")
+
+
+@dataclass(frozen=True, kw_only=True)
 class SessionRecord:
     key: str
     status: SessionStatus

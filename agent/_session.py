@@ -483,8 +483,9 @@ class AgentSession:
         `tool:<n>:<call id>` (`n`: the transcript index of the assistant message), `park:` and
         `input:<turn id>:<input id>` for a request and its answer (with
         `answer:<turn id>:<input id>` beside it when the answer came with a reason, or the
-        request expired), `confirm:<n>` for a proposed write. Empty once a reset archived them;
-        `TurnNotFoundError` for a turn the session never had."""
+        request expired), `confirm:<n>` for a proposed write. Empty once a reset archived them,
+        or once a prune removed them (`SessionStore.prune_history`); `TurnNotFoundError` for a
+        turn the session never had."""
         if await self._store.get_turn(self.key, turn_id) is None:
             raise TurnNotFoundError(f"no turn {turn_id!r} on session {self.key!r}")
         result: dict[str, JsonData] = await self._store.load_steps(self.key, turn_id)

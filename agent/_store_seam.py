@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 from agent._events import TurnEvent
@@ -15,6 +15,7 @@ from agent._records import (
     ConfirmationStatus,
     FactRecord,
     Lease,
+    PruneCounts,
     ReceiptRecord,
     ReceiptStatus,
     SessionRecord,
@@ -334,6 +335,48 @@ class SessionStore(Protocol):
 
     async def recoverable_sessions(self, now: float) -> list[str]:
         """Sessions with queued or running turns whose lease is free or expired."""
+        ...
+
+    async def prune_history(
+        self,
+        *,
+        before: float,
+        after: int = 0,
+        limit: int = 500,
+        dry_run: bool = False,
+        delivered: Callable[[Sequence[str]], Awaitable[Mapping[str, int]]] | None = None,
+        now: float | None = None,
+    ) -> tuple[PruneCounts, int | None]:
+        """One batch of retention, its own short transaction: returns what it removed and the
+        `after` to pass next (None: nothing is left past this batch).
+
+        It looks at the next `limit` turns not pruned yet that finished (completed, failed,
+        cancelled) before `before`, in queue order after `TurnRecord.seq` `after`, and removes
+        each one's steps and events; for a reset turn, also the archived generation it retired.
+        Each turn's row stays (status, result), marked pruned, so a re-delivered turn id still
+        replays its stored result and never runs again. Never touched: messages of the live
+        generation (the transcript the model reads), facts, confirmations, receipts, and any
+        session that is live or parked when the deleting transaction runs (a turn queued,
+        running or suspended, a `pending` checkpoint, a pending confirmation): that check is
+        made under the session row's lock, in the transaction that deletes, and such turns are
+        counted as `held` and looked at again by a later prune.
+
+        `delivered(sessions)`: how far each session's log has been delivered (a renderer's
+        cursor); events past it are kept, and their turn is `held`. Sessions it does not name
+        have no such limit. `dry_run`: count what would go and change nothing. Event seqs are
+        never reused: the next event of a pruned session still follows the last one logged.
+        """
+        ...
+
+    async def prune_receipts(
+        self, *, before: float, after: int = 0, limit: int = 500, dry_run: bool = False
+    ) -> tuple[int, int | None]:
+        """One batch, its own transaction: remove up to `limit` effect receipts settled
+        `completed` or `failed` before `before` (their `updated_at`), in id order after
+        `after`, of sessions neither live nor parked; returns how many and the next `after`
+        (None: none left). Receipts are what makes a reused effect key call nothing, so this
+        runs only when an operator asks for it; `prepared` and `uncertain` ones are never
+        removed (they wait for a person)."""
         ...
 
     async def close(self) -> None:

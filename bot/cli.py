@@ -38,8 +38,10 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("worker", help="run and render queued turns (for RUN_TURNS=false web)")
     sub.add_parser("clock", help="fire the agent's schedules")
     from bot.ops_cli import register
+    from bot.retention import register as register_prune
 
     register(sub)
+    register_prune(sub)
     return parser
 
 
@@ -67,7 +69,7 @@ def _name(args: argparse.Namespace) -> str:
 def _main(args: argparse.Namespace, settings: Settings, url: str) -> int:
     from bot.logs import setup_logging
 
-    quiet = args.command in ("demo", "db", "receipts", "check", "feedback")
+    quiet = args.command in ("demo", "db", "receipts", "check", "feedback", "prune")
     setup_logging(
         level="WARNING" if quiet else settings.log_level,
         fmt="text" if quiet else settings.log_format,
@@ -90,6 +92,10 @@ def _main(args: argparse.Namespace, settings: Settings, url: str) -> int:
         return 0
     if args.command in ("receipts", "check", "feedback"):
         return _ops(args, settings, url)
+    if args.command == "prune":
+        from bot.retention import prune_command
+
+        return asyncio.run(prune_command(args, url, settings))
     try:
         settings.require(args.command)
     except ConfigError as err:

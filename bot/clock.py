@@ -10,6 +10,11 @@ Expiry: every `expiry_interval` the clock runs `Runtime.expire_due(now)`, the en
 timers (a park then resumes with the expiry for the model to read, a proposed write is resolved
 `expired`); each timer applies once whichever process sweeps first (a worker's recovery sweep
 does the same), and the thread's renderer shows the request as expired.
+
+Retention: with `PRUNE_OLDER_THAN` set, the clock runs the prune job (`bot.retention`) once at
+start and then at every multiple of `PRUNE_EVERY` (UTC), in a task of its own, so a long prune
+never delays a schedule or an expiry. Two clocks may prune at the same moment: harmless, each
+batch re-checks its rows under the session locks and nothing is removed twice.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from datetime import UTC, datetime, timedelta
 from agent import Agent, Runtime, Schedule, SessionSuspendedError
 from bot.cron import Cron
 from bot.rendering.pool import RendererPool
+from bot.retention import PruneReport, Retention, run_prune
 from storage.delivery.store import DeliveryStore
 
 log = logging.getLogger(__name__)
@@ -49,6 +55,7 @@ class Clock:
         grace: float = 3600.0,
         now: Callable[[], float] = time.time,
         expiry_interval: float = 15.0,
+        retention: Retention | None = None,
     ) -> None:
         self.runtime = runtime
         self.agent = agent
@@ -59,6 +66,8 @@ class Clock:
         self.now = now
         self.expiry_interval = expiry_interval
         self.crons = {s.name: Cron.parse(s.cron) for s in agent.schedules}
+        self.retention = retention
+        self._pruning: asyncio.Task[PruneReport | None] | None = None
 
     async def tick(self) -> list[str]:
         """Fire every schedule whose latest due time has no turn yet; returns the new turn ids."""
@@ -117,11 +126,45 @@ class Clock:
             log.info("requests expired", extra={"count": expired})
         return expired
 
+    async def prune(self) -> PruneReport | None:
+        """Run the retention job now; None when none is configured or it failed (logged)."""
+        if self.retention is None:
+            return None
+        try:
+            report = await run_prune(
+                self.runtime.store, self.delivery, self.retention, now=self.now()
+            )
+        except Exception:
+            log.exception("pruning failed; retrying at the next prune time")
+            return None
+        log.info("pruned", extra=report.as_json())
+        return report
+
+    def _prune_if_due(self, due: float) -> float:
+        """Start the job in its own task if it is due and not still running; the next due time."""
+        if self.retention is None or self.now() < due:
+            return due
+        if self._pruning is None or self._pruning.done():
+            self._pruning = asyncio.create_task(self.prune())
+        every = self.retention.every
+        return (self.now() // every + 1) * every
+
     async def run(self, stop: asyncio.Event) -> None:
-        """Tick at the top of every minute, and expire due requests every `expiry_interval`,
-        until `stop` is set."""
+        """Tick at the top of every minute, expire due requests every `expiry_interval` and
+        prune when due, until `stop` is set."""
         next_tick = self.now()
+        next_prune = self.now()
+        try:
+            await self._run(stop, next_tick, next_prune)
+        finally:
+            if self._pruning is not None and not self._pruning.done():
+                self._pruning.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._pruning
+
+    async def _run(self, stop: asyncio.Event, next_tick: float, next_prune: float) -> None:
         while not stop.is_set():
+            next_prune = self._prune_if_due(next_prune)
             if self.now() >= next_tick:
                 try:
                     await self.tick()

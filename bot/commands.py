@@ -14,6 +14,7 @@ from bot.app import SlackBot, open_bot, serving_app
 from bot.clock import Clock
 from bot.heap import freeze_startup_heap
 from bot.logs import setup_logging
+from bot.retention import Retention
 from bot.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -113,6 +114,7 @@ async def clock(settings: Settings) -> int:
             renderers=bot.renderers,
             team=str(auth["team_id"]),
             grace=settings.cron_grace,
+            retention=Retention.from_settings(settings),
         )
         log.info("clock running", extra={"schedules": len(bot.agent.schedules)})
         stop = asyncio.Event()

@@ -85,6 +85,29 @@ class Settings(BaseSettings):
     flush_chars: int = Field(default=400, alias="STREAM_FLUSH_CHARS")
     cron_grace: float = Field(default=3600.0, alias="CRON_GRACE_SECONDS")
     """A fire missed by at most this much (the clock was down) still runs, once."""
+    # -- retention: `bot prune`, and `bot clock` on a schedule (bot/retention.py) ---------------
+    prune_older_than: str | None = Field(default=None, alias="PRUNE_OLDER_THAN")
+    """An age (`30d`, `12h`, `90m`, `2w`): `bot clock` prunes history that ended longer ago
+    (finished turns' steps and events, archived generations); `bot prune`'s default. Unset: the
+    clock prunes nothing."""
+    prune_receipts_older_than: str | None = Field(default=None, alias="PRUNE_RECEIPTS_OLDER_THAN")
+    """Settled effect receipts older than this go too. Unset (the default): receipts are kept,
+    so a reused effect key is refused or replayed however old its first use."""
+    prune_every: str = Field(default="1d", alias="PRUNE_EVERY")
+    """How often the clock prunes (when `PRUNE_OLDER_THAN` is set), the first time at start."""
+    prune_batch: int = Field(default=500, ge=1, alias="PRUNE_BATCH")
+    """Turns per prune transaction."""
+
+    def _retention_problems(self) -> list[str]:
+        from bot.retention import AgeError, Retention
+
+        try:
+            Retention.from_settings(self)
+        except AgeError as err:
+            return [str(err)]
+        return []
+
+    # ------------------------------------------------------------------------------------------
     log_level: str = Field(default="INFO", alias="LOG_LEVEL")
     log_format: str = Field(default="json", alias="LOG_FORMAT")
 
@@ -94,6 +117,7 @@ class Settings(BaseSettings):
         needs = NEEDS.get(command, ())
         missing = [name for name in needs if not self._present(name)]
         problems = self._anthropic_problems() if "ANTHROPIC_API_KEY" in needs else []
+        problems += self._retention_problems() if command == "clock" else []
         if not (missing or problems):
             return
         parts = []

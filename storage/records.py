@@ -102,11 +102,16 @@ def encode_commit(session: str, commit: StepCommit) -> EncodedCommit:
     )
 
 
-def turn_changes(commit: StepCommit, encoded: EncodedCommit) -> dict[str, Any]:
-    """The `turns` columns a commit sets on its turn, by column name (none: leave the row)."""
+def turn_changes(commit: StepCommit, encoded: EncodedCommit, now: float) -> dict[str, Any]:
+    """The `turns` columns a commit sets on its turn, by column name (none: leave the row).
+
+    A commit that ends the turn stamps `finished_at`: retention measures a turn's age from its
+    end, not its start (a turn parked for a week is not a week old when it ends)."""
     changes: dict[str, Any] = {}
     if commit.turn_status is not None:
         changes["status"] = TurnStatus(commit.turn_status).value
+        if TurnStatus(commit.turn_status).finished:
+            changes["finished_at"] = now
     if encoded.turn_result is not None:
         changes["result"] = encoded.turn_result
     if encoded.cancel_reason is not None:

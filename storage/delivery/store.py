@@ -36,6 +36,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from agent.seams import SchemaMismatchError, StoreHandle
+from storage.delivery import prune as delivery_prune
 from storage.delivery.schema import (
     DELIVERY_REVISION,
     delivery_posts,
@@ -456,6 +457,30 @@ class DeliveryStore:
         query = query.order_by(v.opened_at.desc()).limit(limit)
         rows = await self._x.read(lambda conn: conn.execute(query).all())
         return [(str(row[0]), row[1]) for row in rows]
+
+    # retention ---------------------------------------------------------------------------
+
+    async def cursors(self, sessions: Sequence[str]) -> dict[str, int]:
+        """How far each session's log has been shown in Slack (sessions with no target are not
+        named): what a prune of the engine's events must not pass (`prune_history`)."""
+        keys = list(sessions)
+        return await self._x.read(lambda c: delivery_prune.cursors(c, keys))
+
+    async def prune_posts(
+        self, *, before: float, after: str = "", limit: int = 500, dry_run: bool = False
+    ) -> tuple[int, str | None]:
+        """One batch: empty the saved bodies of finished reply messages last changed before
+        `before` (`storage.delivery.prune` says why nothing else goes); returns how many and
+        the `after` to pass next (None: none left)."""
+        picked = await self._x.read(lambda c: delivery_prune.picked_posts(c, before, after, limit))
+        if not picked:
+            return 0, None
+
+        def body(c: Connection) -> int:
+            return delivery_prune.strip_bodies(c, picked, before, dry_run)
+
+        stripped = await (self._x.read(body) if dry_run else self._x.write(body))
+        return stripped, picked[-1] if len(picked) >= limit else None
 
 
 def _apply(conn: Connection, statement: Any, change: PostUpdate, now: float) -> None:

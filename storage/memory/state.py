@@ -271,6 +271,7 @@ def apply_commit(
     commit: StepCommit,
     encoded: EncodedCommit,
     lease_expires_at: float,
+    now: float,
 ) -> int:
     """Check every key first, then write: a conflict must leave nothing behind, as on SQL.
 
@@ -322,7 +323,7 @@ def apply_commit(
     last_seq = state.append_events(encoded.events)
     turn = state.turns.get(commit.turn_id)
     if turn is not None:
-        turn.update(turn_changes(commit, encoded))
+        turn.update(turn_changes(commit, encoded, now))
     return last_seq
 
 
@@ -335,7 +336,11 @@ def _clash(keys: Sequence[Any], existing: dict[Any, Rows]) -> bool:
 
 
 def apply_reset(
-    state: SessionState, reset_id: str, new_events: Sequence[EventRow], lease_expires_at: float
+    state: SessionState,
+    reset_id: str,
+    new_events: Sequence[EventRow],
+    lease_expires_at: float,
+    now: float,
 ) -> tuple[int, int]:
     """Returns the archived generation and the last event seq reserved for `new_events`."""
     reset = state.turns.get(reset_id)
@@ -357,6 +362,7 @@ def apply_reset(
         if turn["status"] == TurnStatus.SUSPENDED:
             turn["status"] = TurnStatus.CANCELLED.value
             turn["cancel_reason"] = "reset"
+            turn["finished_at"] = now
         elif turn["status"] in UNFINISHED_VALUES and turn["id"] > reset["id"]:
             turn["generation"] = archived + 1
     for confirmation in state.confirmations.values():
@@ -365,6 +371,7 @@ def apply_reset(
     state.timers = {}  # nothing of the old generation is left to expire
     reset["status"] = TurnStatus.COMPLETED.value
     reset["result"] = reset_result(archived)
+    reset["finished_at"] = now
     state.generation = archived + 1
     state.status = SessionStatus.NEW.value
     state.pending = None

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TypeVar
 
 from agent.seams import (
@@ -34,6 +34,7 @@ from agent.seams import (
     Lease,
     LeaseLostError,
     Message,
+    PruneCounts,
     ReceiptRecord,
     ReceiptStatus,
     SessionRecord,
@@ -51,6 +52,7 @@ from agent.seams import (
 from storage.json_text import load_json
 from storage.ledger_records import confirmation_answer, confirmation_record, timer_record
 from storage.memory import ledgers
+from storage.memory import prune as memory_prune
 from storage.memory import state as ops
 from storage.memory.state import NoHandle, RowIds, Rows, SessionState
 from storage.records import (
@@ -128,7 +130,7 @@ class MemoryStore:
         rows = encode_events(lease.session, events)
         async with self._lock:
             state = self._fence(lease)
-            archived, last_seq = ops.apply_reset(state, reset_id, rows, now + ttl)
+            archived, last_seq = ops.apply_reset(state, reset_id, rows, now + ttl, now)
         return archived, numbered(events, last_seq)
 
     async def read_archive(self, session: str, generation: int) -> ArchivedGeneration:
@@ -345,7 +347,7 @@ class MemoryStore:
         encoded = encode_commit(lease.session, commit)
         async with self._lock:
             state = self._fence(lease)
-            last_seq = ops.apply_commit(state, self._ids, commit, encoded, now + ttl)
+            last_seq = ops.apply_commit(state, self._ids, commit, encoded, now + ttl, now)
         return numbered(commit.events, last_seq)
 
     async def commit_local(
@@ -361,7 +363,7 @@ class MemoryStore:
             result = await asyncio.to_thread(run, NoHandle())
             commit = build(result)
             encoded = encode_commit(lease.session, commit)
-            last_seq = ops.apply_commit(state, self._ids, commit, encoded, now + ttl)
+            last_seq = ops.apply_commit(state, self._ids, commit, encoded, now + ttl, now)
         return result, numbered(commit.events, last_seq)
 
     # -- confirmations, receipts, facts ---------------------------------------------------------
@@ -475,6 +477,42 @@ class MemoryStore:
     async def fact_history(self, session: str, key: str) -> list[FactRecord]:
         async with self._lock:
             return ledgers.fact_history(self._sessions.get(session), key)
+
+    # -- retention ------------------------------------------------------------------------------
+
+    async def prune_history(
+        self,
+        *,
+        before: float,
+        after: int = 0,
+        limit: int = 500,
+        dry_run: bool = False,
+        delivered: Callable[[Sequence[str]], Awaitable[Mapping[str, int]]] | None = None,
+        now: float | None = None,
+    ) -> tuple[PruneCounts, int | None]:
+        async with self._lock:
+            picked = memory_prune.candidates(self._sessions.values(), before, after, limit)
+        if not picked:
+            return PruneCounts(), None
+        horizons: Mapping[str, int] = {}
+        if delivered is not None:
+            horizons = await delivered(sorted({state.key for state, _ in picked}))
+        stamp = time.time() if now is None else now
+        async with self._lock:
+            # Picked again under the lock: what the first look saw may have changed since.
+            ids = {int(turn["id"]) for _, turn in picked}
+            again = memory_prune.candidates(self._sessions.values(), before, after, limit)
+            kept = [(state, turn) for state, turn in again if int(turn["id"]) in ids]
+            counts = memory_prune.prune_turns(kept, horizons, dry_run, stamp)
+        return counts, int(picked[-1][1]["id"]) if len(picked) >= limit else None
+
+    async def prune_receipts(
+        self, *, before: float, after: int = 0, limit: int = 500, dry_run: bool = False
+    ) -> tuple[int, int | None]:
+        async with self._lock:
+            picked = memory_prune.receipt_candidates(self._sessions.values(), before, after, limit)
+            removed = memory_prune.prune_receipts(picked, dry_run)
+        return removed, int(picked[-1][1]["id"]) if len(picked) >= limit else None
 
 
 def _run_alongside(alongside: Callable[[StoreHandle], None] | None) -> Callable[[], None]:

@@ -227,7 +227,7 @@ def commit_step(
             raise _lease_lost(lease)
         return one
     last_seq = _step_fence(conn, lease, commit, encoded, ttl, now).event_seq
-    write_rows(conn, lease.session, commit, encoded, last_seq)
+    write_rows(conn, lease.session, commit, encoded, last_seq, now)
     return last_seq
 
 
@@ -250,7 +250,7 @@ def commit_local(
     encoded = encode_commit(lease.session, commit)
     if commit.events or commit.session_status is not None or commit.set_pending:
         last_seq = _step_fence(conn, lease, commit, encoded, ttl, now).event_seq
-    write_rows(conn, lease.session, commit, encoded, last_seq)
+    write_rows(conn, lease.session, commit, encoded, last_seq, now)
     return result, commit, last_seq
 
 
@@ -292,7 +292,12 @@ def _turn_update(columns: tuple[str, ...]) -> DriverStatement:
 
 
 def write_rows(
-    conn: Connection, session: str, commit: StepCommit, encoded: EncodedCommit, last_seq: int
+    conn: Connection,
+    session: str,
+    commit: StepCommit,
+    encoded: EncodedCommit,
+    last_seq: int,
+    now: float,
 ) -> None:
     """Everything a commit writes after the fence; a duplicate key is a `StepConflictError`."""
     try:
@@ -321,7 +326,7 @@ def write_rows(
         insert_many(conn, approval_timers, encoded.timers)
     except INTEGRITY_ERRORS as err:
         raise _conflict(session, commit, encoded) from err
-    changes = turn_changes(commit, encoded)
+    changes = turn_changes(commit, encoded, now)
     if changes:
         params = {f"t_{name}": value for name, value in changes.items()}
         params.update(t_session=session, t_turn=commit.turn_id)

@@ -83,7 +83,7 @@ def commit_step(
     if commit.step_id is not None:
         params["step"] = commit.step_id
         params["step_value"] = encoded.step_value
-    changes = turn_changes(commit, encoded)
+    changes = turn_changes(commit, encoded, now)
     params.update({f"t_{name}": value for name, value in changes.items()})
     statement = _statement(
         len(encoded.messages),

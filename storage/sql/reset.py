@@ -77,7 +77,7 @@ def apply_reset(
     conn.execute(
         update(turns)
         .where(turns.c.session_key == session, turns.c.status == TurnStatus.SUSPENDED.value)
-        .values(status=TurnStatus.CANCELLED.value, cancel_reason="reset")
+        .values(status=TurnStatus.CANCELLED.value, cancel_reason="reset", finished_at=now)
     )
     # An approval from before the reset must never act after it.
     conn.execute(
@@ -103,7 +103,7 @@ def apply_reset(
     conn.execute(
         update(turns)
         .where(turns.c.id == reset)
-        .values(status=TurnStatus.COMPLETED.value, result=reset_result(archived))
+        .values(status=TurnStatus.COMPLETED.value, result=reset_result(archived), finished_at=now)
     )
     last_seq = int(fenced.event_seq)
     insert_many(conn, events, event_rows(session, new_events, last_seq))

@@ -74,9 +74,17 @@ turns = Table(
     # `TurnInput.speaker_key` (`<team>:<user>` of an attested speaker): a person's own recent
     # turns across sessions. Copied out of `input` because the store never queries inside JSON.
     Column("speaker", Text, nullable=True),
+    # When the turn ended (completed, failed, cancelled): what retention measures its age by.
+    # NULL while it is open.
+    Column("finished_at", Double, nullable=True),
+    # When `bot prune` removed its steps and events: the row stays as a tombstone (its id,
+    # status and result), so a re-delivered turn id is still replayed, never run again.
+    Column("pruned_at", Double, nullable=True),
     UniqueConstraint("session_key", "turn_id", name="uq_turns_session_turn"),
     Index("ix_turns_session_status_id", "session_key", "status", "id"),
     Index("ix_turns_speaker_id", "speaker", "id"),
+    # Retention walks the turns not pruned yet, in queue order.
+    Index("ix_turns_pruned_id", "pruned_at", "id"),
 )
 
 messages = Table(

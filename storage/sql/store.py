@@ -1,9 +1,10 @@
 """`SqlStore`: the `SessionStore` seam on SQLAlchemy Core, for SQLite and PostgreSQL.
 
-Each method is one transaction whose body is a sync function in `sql_turns`, `sql_commit`,
-`sql_reset` or `sql_ledgers`; the dialect's executor runs it on a worker thread (SQLite's one,
-or one of PostgreSQL's pool), never on the event loop. The SQL is written once; this class only
-encodes arguments, picks read or write, and numbers events.
+Each method is one transaction (a prune batch: a read, then one write) whose body is a sync
+function in `sql_turns`, `sql_commit`, `sql_reset`, `sql_ledgers` or `sql_prune`; the dialect's
+executor runs it on a worker thread (SQLite's one, or one of PostgreSQL's pool), never on the
+event loop. The SQL is written once; this class only encodes arguments, picks read or write,
+and numbers events.
 
 Every write starts by touching the session row, so writes to one session serialise on that row
 (PostgreSQL row lock; SQLite's database write lock, taken up front by BEGIN IMMEDIATE). A fenced
@@ -16,7 +17,7 @@ same at message 10 or 10,000.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TypeVar
 
 from sqlalchemy.engine import Connection
@@ -30,6 +31,7 @@ from agent.seams import (
     JsonValue,
     Lease,
     Message,
+    PruneCounts,
     ReceiptRecord,
     ReceiptStatus,
     SessionRecord,
@@ -46,6 +48,7 @@ from storage.migrate import verify_schema
 from storage.records import RESET_INPUT, encode_commit, encode_events, new_turn, numbered
 from storage.sql import commit as sql_commit
 from storage.sql import ledgers as sql_ledgers
+from storage.sql import prune as sql_prune
 from storage.sql import reset as sql_reset
 from storage.sql import turns as sql_turns
 from storage.sql.commit import run_local
@@ -360,3 +363,42 @@ class SqlStore:
 
     async def fact_history(self, session: str, key: str) -> list[FactRecord]:
         return await self._x.read(lambda c: sql_ledgers.fact_history(c, session, key))
+
+    # -- retention ------------------------------------------------------------------------------
+
+    async def prune_history(
+        self,
+        *,
+        before: float,
+        after: int = 0,
+        limit: int = 500,
+        dry_run: bool = False,
+        delivered: Callable[[Sequence[str]], Awaitable[Mapping[str, int]]] | None = None,
+        now: float | None = None,
+    ) -> tuple[PruneCounts, int | None]:
+        picked = await self._x.read(lambda c: sql_prune.candidates(c, before, after, limit))
+        if not picked:
+            return PruneCounts(), None
+        horizons: Mapping[str, int] = {}
+        if delivered is not None:
+            horizons = await delivered(sorted({c.session for c in picked}))
+        stamp = time.time() if now is None else now
+
+        def body(c: Connection) -> PruneCounts:
+            return sql_prune.prune_turns(c, picked, before, horizons, dry_run, stamp)
+
+        counts = await (self._x.read(body) if dry_run else self._x.write(body))
+        return counts, picked[-1].id if len(picked) >= limit else None
+
+    async def prune_receipts(
+        self, *, before: float, after: int = 0, limit: int = 500, dry_run: bool = False
+    ) -> tuple[int, int | None]:
+        picked = await self._x.read(lambda c: sql_prune.receipt_candidates(c, before, after, limit))
+        if not picked:
+            return 0, None
+
+        def body(c: Connection) -> int:
+            return sql_prune.prune_receipts(c, picked, before, dry_run)
+
+        removed = await (self._x.read(body) if dry_run else self._x.write(body))
+        return removed, picked[-1].id if len(picked) >= limit else None
