@@ -409,7 +409,7 @@ async def test_cancel_of_a_session_ends_its_parked_turn_as_slacks_stop_does(
     await sql_store.enqueue_turn(S1, "t-ask", TurnInput.of(_said("ask")))
     await _until(sql_store, S1, "t-ask", TurnStatus.SUSPENDED)
 
-    done = await _bot("cancel", S1, "--by", "U2", "--database-url", sql_url)
+    done = await _bot("cancel", S1, "--by", "U0BOB", "--database-url", sql_url)
 
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == (
@@ -418,12 +418,12 @@ async def test_cancel_of_a_session_ends_its_parked_turn_as_slacks_stop_does(
     await _until(sql_store, S1, "t-ask", TurnStatus.CANCELLED)  # ended by the worker
     turn = await sql_store.get_turn(S1, "t-ask")
     assert turn is not None
-    assert (turn.cancel_reason, turn.cancelled_by) == ("stopped", "U2")
+    assert (turn.cancel_reason, turn.cancelled_by) == ("stopped", "U0BOB")
     events = await sql_store.read_events(S1)
     resolved = [e for e in events if e.type == "input.resolved"]
-    assert [(e.outcome, e.by) for e in resolved] == [("cancelled", "U2")]
+    assert [(e.outcome, e.by) for e in resolved] == [("cancelled", "U0BOB")]
     cancelled = [e for e in events if e.type == "turn.cancelled"]
-    assert [(e.reason, e.by) for e in cancelled] == [("stopped", "U2")]
+    assert [(e.reason, e.by) for e in cancelled] == [("stopped", "U0BOB")]
     listed = await _bot("approvals", "--json", "--database-url", sql_url)
     assert (listed.returncode, listed.stdout) == (0, "")
 
