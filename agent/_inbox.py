@@ -14,7 +14,7 @@ person is what they could answer, and never what someone else could:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, Protocol, assert_never
 
 from agent._agent_def import Agent
@@ -48,6 +48,11 @@ class PendingApproval:
     """What an answer (a button) binds to, as `resume(digest=)` and grants check."""
     tool: str
     expires_at: float | None = None
+    answerers: Answerer | None = None
+    """Who may answer: a user, a policy (decided by the agent's `authorize_answer`), or None
+    (host code answers; no person is named)."""
+    workspace: dict[str, str] = field(default_factory=dict)
+    """The workspace (`team`, `enterprise`) an answer must come from; empty if none was saved."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,27 +75,13 @@ class InboxHost(Protocol):
     def agent_for(self, key: str) -> Agent | None: ...
 
 
-async def answerable(host: InboxHost, principal: Principal) -> list[PendingApproval]:
-    """Every pending request `principal` may answer, newest first; `[]` if none (or if the
-    principal names no user). A failing `authorize_answer` propagates, as it does for a click:
-    an inbox that hid what a broken hook should decide would be wrong either way."""
-    user = principal.get("user")
-    if not user:
-        return []
-    store = host.store
+async def pending_approvals(store: SessionStore) -> list[PendingApproval]:
+    """Every pending request across sessions, whoever may answer it, newest first: what an
+    operator lists (`bot approvals`), and what `answerable` narrows down to one person."""
     found: list[PendingApproval] = []
     for record in await store.list_parked():
         request = parked_request(record.pending)
         if request is None:
-            continue
-        if not await _may_answer(
-            host,
-            record.key,
-            request.answerers,
-            parked_workspace(record.pending),
-            principal,
-            request.digest,
-        ):
             continue
         turn = await store.get_turn(record.key, request.turn_id)
         parked_at = record.pending.get("parked_at") if isinstance(record.pending, dict) else None
@@ -106,21 +97,13 @@ async def answerable(host: InboxHost, principal: Principal) -> list[PendingAppro
                 digest=request.digest,
                 tool=request.tool,
                 expires_at=request.expires_at,
+                answerers=request.answerers,
+                workspace=parked_workspace(record.pending),
             )
         )
     for proposal in await store.pending_confirmations():
         turn = await store.get_turn(proposal.session, proposal.turn_id)
         turn_input = turn.input if turn is not None else None
-        digest = confirmation_digest(proposal)
-        if not await _may_answer(
-            host,
-            proposal.session,
-            proposal.answerers,
-            workspace_of(turn_input),
-            principal,
-            digest,
-        ):
-            continue
         found.append(
             PendingApproval(
                 kind="confirm",
@@ -130,13 +113,35 @@ async def answerable(host: InboxHost, principal: Principal) -> list[PendingAppro
                 prompt=proposal.prompt,
                 asked_by=_asker(turn_input),
                 created_at=proposal.created_at,
-                digest=digest,
+                digest=confirmation_digest(proposal),
                 tool=proposal.tool,
                 expires_at=proposal.expires_at,
+                answerers=proposal.answerers,
+                workspace=workspace_of(turn_input),
             )
         )
     found.sort(key=lambda pending: pending.created_at or 0.0, reverse=True)
     return found
+
+
+async def answerable(host: InboxHost, principal: Principal) -> list[PendingApproval]:
+    """Every pending request `principal` may answer, newest first; `[]` if none (or if the
+    principal names no user). A failing `authorize_answer` propagates, as it does for a click:
+    an inbox that hid what a broken hook should decide would be wrong either way."""
+    if not principal.get("user"):
+        return []
+    return [
+        pending
+        for pending in await pending_approvals(host.store)
+        if await _may_answer(
+            host,
+            pending.session,
+            pending.answerers,
+            pending.workspace,
+            principal,
+            pending.digest,
+        )
+    ]
 
 
 async def _may_answer(

@@ -214,6 +214,10 @@ class SessionRecord:
     lease_epoch: int
     lease_expires_at: float
     pending: JsonValue = None
+    updated_at: float = 0.0
+    """When the session row was last written (the store's clock): a step committed, a lease
+    taken, a park answered or stopped. A turn queued again after its park ended has waited
+    since then at most, which is what `bot turns --stuck` measures a queued turn by."""
 
 
 @dataclass(frozen=True, kw_only=True)

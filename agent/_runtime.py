@@ -271,6 +271,12 @@ class Runtime:
         for the rules; they are the ones an answer is checked by)."""
         return await _inbox.answerable(self, principal)
 
+    async def pending_approvals(self) -> list[PendingApproval]:
+        """Every pending request across sessions, newest first, each with its answerers and
+        the workspace an answer must come from: the operator's view (`bot approvals`), which
+        `answerable` narrows to what one person may answer."""
+        return await _inbox.pending_approvals(self.store)
+
     async def recent_turns(self, principal: Principal, limit: int = 10) -> list[RecentTurn]:
         """The principal's own recent turns across sessions (they spoke them, in that
         workspace), newest first."""

@@ -243,6 +243,21 @@ class SessionStore(Protocol):
         order: what people may still answer across sessions (`Runtime.answerable`)."""
         ...
 
+    async def open_work(self) -> list[tuple[SessionRecord, list[TurnRecord]]]:
+        """Every session with a queued, running or suspended turn, with those turns in queue
+        order; sessions in key order. For operators (`bot turns --stuck`): each turn's status
+        and its session's lease (and `updated_at`) are read in one statement, so they agree: a
+        turn is never shown running under a lease its worker released after finishing it."""
+        ...
+
+    async def failure_streaks(self, at_least: int) -> list[list[TurnRecord]]:
+        """For every session whose latest turns failed `at_least` times in a row or more, those
+        failed turns, oldest first; sessions in key order. Only turns (not resets) of the live
+        generation count; the streak is the failed turns after the latest one that completed,
+        was cancelled or parked (queued and running turns neither end nor extend it). For
+        operators: a conversation every message of which fails needs a person."""
+        ...
+
     async def recent_turns(self, speaker: str, limit: int) -> list[TurnRecord]:
         """The latest `limit` turns whose speaker is `speaker` (`TurnInput.speaker_key`, kept
         with the turn when it was queued), across sessions and generations, newest first."""

@@ -18,6 +18,9 @@ from agent import (
 )
 from bot.settings import ConfigError, Settings
 
+OPERATOR_COMMANDS = ("approvals", "turns", "cancel", "reset")
+"""`bot.operator`'s commands (named here too, so `bot serve` never imports them)."""
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bot", description="Slack bot on a durable turn engine")
@@ -37,10 +40,12 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("socket", help="Socket Mode (local development, no public URL)")
     sub.add_parser("worker", help="run and render queued turns (for RUN_TURNS=false web)")
     sub.add_parser("clock", help="fire the agent's schedules")
+    from bot import operator
     from bot.ops_cli import register
     from bot.retention import register as register_prune
 
     register(sub)
+    operator.register(sub)
     register_prune(sub)
     return parser
 
@@ -69,7 +74,15 @@ def _name(args: argparse.Namespace) -> str:
 def _main(args: argparse.Namespace, settings: Settings, url: str) -> int:
     from bot.logs import setup_logging
 
-    quiet = args.command in ("demo", "db", "receipts", "check", "feedback", "prune")
+    quiet = args.command in (
+        "demo",
+        "db",
+        "receipts",
+        "check",
+        "feedback",
+        "prune",
+        *OPERATOR_COMMANDS,
+    )
     setup_logging(
         level="WARNING" if quiet else settings.log_level,
         fmt="text" if quiet else settings.log_format,
@@ -96,6 +109,8 @@ def _main(args: argparse.Namespace, settings: Settings, url: str) -> int:
         from bot.retention import prune_command
 
         return asyncio.run(prune_command(args, url, settings))
+    if args.command in OPERATOR_COMMANDS:
+        return _operator(args, settings, url)
     try:
         settings.require(args.command)
     except ConfigError as err:
@@ -133,6 +148,18 @@ def _ops(args: argparse.Namespace, settings: Settings, url: str) -> int:
     except StoreUnavailableError:
         raise  # `main` says which database, and under the full command's name
     except (SchemaMismatchError, AssemblyError, AgentError) as err:
+        print(f"bot {args.command}: {err}", file=sys.stderr)
+        return 2
+
+
+def _operator(args: argparse.Namespace, settings: Settings, url: str) -> int:
+    from bot import operator
+
+    try:
+        return asyncio.run(operator.run(args, url, settings.redis_url, settings.redis_prefix))
+    except StoreUnavailableError:
+        raise  # `main` says which database
+    except (operator.OperatorError, SchemaMismatchError, AgentError) as err:
         print(f"bot {args.command}: {err}", file=sys.stderr)
         return 2
 

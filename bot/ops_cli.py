@@ -13,7 +13,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from agent import Agent, ReceiptStatus, TurnStatus, resolve_receipt
+from agent import Agent, ReceiptRecord, ReceiptStatus, TurnStatus, resolve_receipt
 from agent.seams import TurnKind, parked_request
 from storage import SqlStore
 
@@ -24,6 +24,7 @@ def register(sub: Any) -> None:
     listing = receipts_sub.add_parser("list", help="list receipts")
     listing.add_argument("--status", choices=[s.value for s in ReceiptStatus])
     listing.add_argument("--session")
+    listing.add_argument("--json", action="store_true", help="JSON lines, one per receipt")
     listing.add_argument("--database-url", default=None)
     resolve = receipts_sub.add_parser(
         "resolve", help="settle an uncertain receipt with what the provider shows"
@@ -60,6 +61,11 @@ async def receipts_command(args: argparse.Namespace, url: str) -> int:
         if args.receipts_command == "list":
             status = ReceiptStatus(args.status) if args.status else None
             rows = await store.list_receipts(session=args.session, status=status)
+            if args.json:
+                for r in rows:
+                    sys.stdout.write(json.dumps(receipt_json(r), ensure_ascii=False) + "\n")
+                sys.stdout.flush()
+                return 0
             for r in rows:
                 print(
                     f"{r.status.value:<10} {r.session}  {r.key}  receipt={r.receipt_id} "
@@ -79,6 +85,24 @@ async def receipts_command(args: argparse.Namespace, url: str) -> int:
         return 0
     finally:
         await store.close()
+
+
+def receipt_json(receipt: ReceiptRecord) -> dict[str, Any]:
+    """A receipt as `bot receipts list --json` prints it (one JSON line each, as every operator
+    command's `--json`; times in UTC)."""
+    return {
+        "session": receipt.session,
+        "key": receipt.key,
+        "status": receipt.status.value,
+        "receipt_id": receipt.receipt_id,
+        "attempt": receipt.attempt,
+        "turn_id": receipt.turn_id,
+        "step_id": receipt.step_id,
+        "value": receipt.value,
+        "error": receipt.error,
+        "created_at": datetime.fromtimestamp(receipt.created_at, UTC).isoformat(),
+        "updated_at": datetime.fromtimestamp(receipt.updated_at, UTC).isoformat(),
+    }
 
 
 async def check_command(url: str, agent: Agent) -> int:
@@ -109,14 +133,30 @@ async def check_command(url: str, agent: Agent) -> int:
 
 
 FEEDBACK_COLUMNS = ("clicked_at", "team", "user", "session", "turn_id", "value")
-_AGE = re.compile(r"(\d+)([mhd])")
+_AGE = re.compile(r"(\d+)([smhd])")
+
+
+def _age(value: str) -> float | None:
+    age = _AGE.fullmatch(value.strip())
+    if age is None:
+        return None
+    return float(int(age.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[age.group(2)])
+
+
+def age_seconds(value: str) -> float:
+    """An age or a duration, as `--since` takes one (`90m`, `24h`, `7d`; also `30s`)."""
+    seconds = _age(value)
+    if seconds is None:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not an age like 30s, 90m, 24h or 7d (a number and s, m, h or d)"
+        )
+    return seconds
 
 
 def since_timestamp(value: str) -> float:
     """`--since`: an ISO 8601 date or time (naive means UTC), or an age (`90m`, `24h`, `7d`)."""
-    age = _AGE.fullmatch(value.strip())
-    if age:
-        seconds = int(age.group(1)) * {"m": 60, "h": 3600, "d": 86400}[age.group(2)]
+    seconds = _age(value)
+    if seconds is not None:
         return time.time() - seconds
     try:
         moment = datetime.fromisoformat(value.strip())

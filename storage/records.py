@@ -211,6 +211,7 @@ def session_record(row: Row) -> SessionRecord:
         lease_epoch=int(row["lease_epoch"]),
         lease_expires_at=float(row["lease_expires_at"]),
         pending=load_json(row["pending"]),
+        updated_at=float(row.get("updated_at") or 0.0),
     )
 
 

@@ -73,6 +73,7 @@ def resolve_confirmation(
         raise ResumeConflictError(f"turn {follow_up['turn_id']!r} exists already")
     before_write()
     row.update(answer)
+    state.updated_at = float(answer["resolved_at"])
     state.timers.pop((TimerKind.CONFIRMATION.value, row["turn_id"], confirmation_id), None)
     turn = {**follow_up, "id": ids.next("turns"), "generation": state.generation}
     state.turns[turn["turn_id"]] = turn

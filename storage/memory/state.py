@@ -8,6 +8,7 @@ behind, as a rolled-back transaction would.
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -70,6 +71,9 @@ class SessionState:
     lease_expires_at: float = 0.0
     event_seq: int = 0
     pending: str | None = None
+    updated_at: float = 0.0
+    """As the `sessions` column: set where the SQL store sets it (created, a fenced commit, a
+    lease taken, a park ended, a confirmation answered)."""
     turns: dict[str, Rows] = field(default_factory=dict)
     messages: dict[int, Rows] = field(default_factory=dict)
     steps: dict[str, Rows] = field(default_factory=dict)
@@ -92,6 +96,7 @@ class SessionState:
             "lease_epoch": self.lease_epoch,
             "lease_expires_at": self.lease_expires_at,
             "pending": self.pending,
+            "updated_at": self.updated_at,
         }
 
     def append_events(self, rows: Sequence[EventRow]) -> int:
@@ -108,10 +113,11 @@ class SessionState:
         for key in [k for k in self.timers if k[0] == TimerKind.INPUT and k[1] == turn_id]:
             del self.timers[key]
 
-    def end_park(self, rows: Sequence[EventRow]) -> int:
+    def end_park(self, rows: Sequence[EventRow], now: float) -> int:
         """As `sql_turns._end_park`: `running`, no `pending`, `rows` logged; the last seq."""
         self.status = SessionStatus.RUNNING.value
         self.pending = None
+        self.updated_at = now
         return self.append_events(rows)
 
 
@@ -163,6 +169,8 @@ def enqueue(
             ):
                 other["cancel_reason"] = cancel_unfinished
     created = {**row, "id": ids.next("turns"), "generation": state.generation}
+    if not state.updated_at:  # as the SQL store's session row, inserted with the first turn
+        state.updated_at = float(row["created_at"])
     state.turns[row["turn_id"]] = created
     return turn_record(created), True
 
@@ -215,13 +223,14 @@ def resume(
             "value": value,
         }
     state.drop_input_timers(turn_id)
-    return state.end_park(new_events)
+    return state.end_park(new_events, time.time())
 
 
 def stop_session(
     state: SessionState,
     reason: str,
     by: str | None,
+    now: float,
     ended_park: Callable[[JsonValue], Sequence[TurnEvent]] | None,
 ) -> tuple[list[TurnRecord], list[TurnEvent], int]:
     """As `sql_turns.stop_session`. The events are encoded before anything is written."""
@@ -252,7 +261,7 @@ def stop_session(
             _ask_to_stop(parked, reason, by)
             state.drop_input_timers(parked["turn_id"])
             stopped.append(turn_record(parked))
-        last_seq = state.end_park(rows)
+        last_seq = state.end_park(rows, now)
     return stopped, logged, last_seq
 
 

@@ -46,6 +46,7 @@ from agent.seams import (
     TurnInput,
     TurnKind,
     TurnRecord,
+    TurnStatus,
     event_from_json,
     message_from_json,
 )
@@ -131,6 +132,7 @@ class MemoryStore:
         async with self._lock:
             state = self._fence(lease)
             archived, last_seq = ops.apply_reset(state, reset_id, rows, now + ttl, now)
+            state.updated_at = now
         return archived, numbered(events, last_seq)
 
     async def read_archive(self, session: str, generation: int) -> ArchivedGeneration:
@@ -155,7 +157,7 @@ class MemoryStore:
             state = self._sessions.get(session)
             if state is None:
                 return [], []
-            stopped, logged, last_seq = ops.stop_session(state, reason, by, ended_park)
+            stopped, logged, last_seq = ops.stop_session(state, reason, by, now, ended_park)
         return stopped, numbered(logged, last_seq)
 
     async def resume_turn(
@@ -216,6 +218,36 @@ class MemoryStore:
                 if state.status == SessionStatus.SUSPENDED and state.pending is not None
             ]
         return sorted(parked, key=lambda record: record.key)
+
+    async def open_work(self) -> list[tuple[SessionRecord, list[TurnRecord]]]:
+        async with self._lock:
+            found = [
+                (session_record(state.row()), [turn_record(row) for row in opened])
+                for key, state in sorted(self._sessions.items())
+                if (
+                    opened := [
+                        row for row in state.turns_in_order() if row["status"] in ops.OPEN_VALUES
+                    ]
+                )
+            ]
+        return found
+
+    async def failure_streaks(self, at_least: int) -> list[list[TurnRecord]]:
+        got_somewhere = (TurnStatus.COMPLETED, TurnStatus.CANCELLED, TurnStatus.SUSPENDED)
+        streaks: list[list[TurnRecord]] = []
+        async with self._lock:
+            for _, state in sorted(self._sessions.items()):
+                streak: list[Rows] = []
+                for row in state.turns_in_order():
+                    if row["generation"] != state.generation or row["kind"] != TurnKind.TURN:
+                        continue
+                    if row["status"] == TurnStatus.FAILED:
+                        streak.append(row)
+                    elif row["status"] in got_somewhere:
+                        streak = []
+                if len(streak) >= max(at_least, 1):
+                    streaks.append([turn_record(row) for row in streak])
+        return streaks
 
     async def recent_turns(self, speaker: str, limit: int) -> list[TurnRecord]:
         async with self._lock:
@@ -309,6 +341,7 @@ class MemoryStore:
             state.lease_owner = owner
             state.lease_epoch += 1
             state.lease_expires_at = now + ttl
+            state.updated_at = now
             return Lease(session=session, owner=owner, epoch=state.lease_epoch)
 
     async def renew_lease(self, lease: Lease, ttl: float, now: float) -> bool:
@@ -348,6 +381,7 @@ class MemoryStore:
         async with self._lock:
             state = self._fence(lease)
             last_seq = ops.apply_commit(state, self._ids, commit, encoded, now + ttl, now)
+            state.updated_at = now
         return numbered(commit.events, last_seq)
 
     async def commit_local(
@@ -364,6 +398,7 @@ class MemoryStore:
             commit = build(result)
             encoded = encode_commit(lease.session, commit)
             last_seq = ops.apply_commit(state, self._ids, commit, encoded, now + ttl, now)
+            state.updated_at = now
         return result, numbered(commit.events, last_seq)
 
     # -- confirmations, receipts, facts ---------------------------------------------------------

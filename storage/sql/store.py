@@ -209,6 +209,12 @@ class SqlStore:
     async def list_parked(self) -> list[SessionRecord]:
         return await self._x.read(sql_turns.list_parked)
 
+    async def open_work(self) -> list[tuple[SessionRecord, list[TurnRecord]]]:
+        return await self._x.read(sql_turns.open_work)
+
+    async def failure_streaks(self, at_least: int) -> list[list[TurnRecord]]:
+        return await self._x.read(lambda c: sql_turns.failure_streaks(c, at_least))
+
     async def recent_turns(self, speaker: str, limit: int) -> list[TurnRecord]:
         return await self._x.read(lambda c: sql_turns.recent_turns(c, speaker, limit))
 

@@ -399,6 +399,65 @@ def open_turns(conn: Connection) -> list[TurnRecord]:
     return _turns(conn.execute(query).all())
 
 
+_SESSION_COLUMNS = [column.label(f"s_{column.name}") for column in sessions.c]
+
+
+def open_work(conn: Connection) -> list[tuple[SessionRecord, list[TurnRecord]]]:
+    """One statement (a join), so each turn and its session's lease come from one snapshot even
+    under PostgreSQL's READ COMMITTED, where two statements of a transaction may not."""
+    query = (
+        select(turns, *_SESSION_COLUMNS)
+        .join(sessions, sessions.c.key == turns.c.session_key)
+        .where(turns.c.status.in_(OPEN_VALUES))
+        .order_by(turns.c.session_key, turns.c.id)
+    )
+    found: dict[str, tuple[SessionRecord, list[TurnRecord]]] = {}
+    for row in conn.execute(query).mappings():
+        key = row["session_key"]
+        if key not in found:
+            state = {column.name: row[f"s_{column.name}"] for column in sessions.c}
+            found[key] = (session_record(state), [])
+        found[key][1].append(turn_record(row))
+    return list(found.values())
+
+
+_GOT_SOMEWHERE = [
+    TurnStatus.COMPLETED.value,
+    TurnStatus.CANCELLED.value,
+    TurnStatus.SUSPENDED.value,
+]
+
+
+def failure_streaks(conn: Connection, at_least: int) -> list[list[TurnRecord]]:
+    live = sessions.c.generation
+    other = turns.alias("later")
+    ended_well = (
+        select(func.max(other.c.id))
+        .where(
+            other.c.session_key == turns.c.session_key,
+            other.c.generation == live,
+            other.c.kind == TurnKind.TURN.value,
+            other.c.status.in_(_GOT_SOMEWHERE),
+        )
+        .scalar_subquery()
+    )
+    query = (
+        select(turns)
+        .join(sessions, sessions.c.key == turns.c.session_key)
+        .where(
+            turns.c.generation == live,
+            turns.c.kind == TurnKind.TURN.value,
+            turns.c.status == TurnStatus.FAILED.value,
+            turns.c.id > func.coalesce(ended_well, 0),
+        )
+        .order_by(turns.c.session_key, turns.c.id)
+    )
+    streaks: dict[str, list[TurnRecord]] = {}
+    for row in conn.execute(query).mappings():
+        streaks.setdefault(row["session_key"], []).append(turn_record(row))
+    return [streak for streak in streaks.values() if len(streak) >= max(at_least, 1)]
+
+
 def _turns(rows: Any) -> list[TurnRecord]:
     return [turn_record(row._mapping) for row in rows]
 

@@ -51,6 +51,7 @@ from storage import MemoryStore
 from tests.support.anthropic_standin import AnthropicStandin
 from tests.support.model_harnesses import (
     AnthropicHarness,
+    DeferredHarness,
     ModelHarness,
     PlainHarness,
     RestartingHarness,
@@ -61,8 +62,8 @@ from tests.support.model_harnesses import (
 T = "turn-1"
 LOOKUP = ToolSpec(name="lookup", description="Look a thing up.", input_schema={"type": "object"})
 WEATHER = ToolSpec(name="weather", description="The weather.", input_schema={"type": "object"})
-MODELS = ["scripted", "anthropic", "plain"]
-RESTARTING = ["anthropic", "plain"]
+MODELS = ["scripted", "anthropic", "deferred", "plain"]
+RESTARTING = ["anthropic", "deferred", "plain"]
 """`ScriptedModel` never retries, so it never restarts a stream."""
 
 
@@ -79,12 +80,13 @@ async def harness(request: pytest.FixtureRequest) -> AsyncIterator[ModelHarness]
             yield ScriptedHarness()
         case "plain":
             yield PlainHarness()
-        case "anthropic":
+        case "anthropic" | "deferred":
             api: AnthropicStandin = request.getfixturevalue("anthropic_server")
             api.reset()
             client = AsyncAnthropic(base_url=api.base_url, api_key="sk-ant-contract", max_retries=2)
+            made = AnthropicHarness if request.param == "anthropic" else DeferredHarness
             try:
-                yield AnthropicHarness(api, client)
+                yield made(api, client)
             finally:
                 await client.close()
         case other:

@@ -441,3 +441,103 @@ async def test_the_opening_commit_stores_the_agent_fingerprint(store: SessionSto
     assert turn is not None
     assert turn.fingerprint == "agent@t1"
     assert [t.fingerprint for t in await store.list_turns(S)] == ["agent@t1"]
+
+
+# -- what operators read: open work with its leases, and failure streaks -----------------------
+
+
+async def _end(store: SessionStore, session: str, turn_id: str, status: TurnStatus) -> None:
+    lease = await store.acquire_lease(session, "w", TTL, NOW)
+    assert lease is not None
+    result = {"status": status.value, "error": f"{turn_id} broke"}
+    await store.commit(
+        lease, StepCommit(turn_id=turn_id, turn_status=status, turn_result=result), TTL, NOW
+    )
+    await store.release_lease(lease)
+
+
+async def test_open_work_gives_each_session_with_open_turns_its_lease_and_turns(
+    store: SessionStore,
+) -> None:
+    await _parked(store)  # t1 of S, suspended, lease released
+    await store.enqueue_turn("b", "b1", TurnInput(text="one"))
+    await store.enqueue_turn("b", "b2", TurnInput(text="two"))
+    lease = await store.acquire_lease("b", "w-b", TTL, NOW)
+    assert lease is not None
+    await store.commit(lease, StepCommit(turn_id="b1", turn_status=TurnStatus.RUNNING), TTL, NOW)
+    await store.enqueue_turn("c", "c1", TurnInput(text="done"))
+    await _end(store, "c", "c1", TurnStatus.COMPLETED)
+
+    work = await store.open_work()
+
+    assert [(s.key, [(t.turn_id, t.status) for t in turns]) for s, turns in work] == [
+        ("b", [("b1", TurnStatus.RUNNING), ("b2", TurnStatus.QUEUED)]),
+        (S, [("t1", TurnStatus.SUSPENDED)]),
+    ]
+    held, parked = work[0][0], work[1][0]
+    assert (held.lease_owner, held.lease_expires_at, held.lease_epoch) == ("w-b", NOW + TTL, 1)
+    assert held.updated_at == NOW  # its last write: the fenced commit
+    assert (parked.lease_owner, parked.status) == (None, SessionStatus.SUSPENDED)
+
+
+async def test_a_session_row_says_when_a_park_ended(store: SessionStore) -> None:
+    """A resumed turn is queued again: `updated_at` is when, which `bot turns --stuck` measures
+    its wait from (its `created_at` is when it was first queued)."""
+    await store.enqueue_turn("fresh", "f1", TurnInput(text="new"))
+    [(fresh, _)] = [(s, t) for s, t in await store.open_work() if s.key == "fresh"]
+    [queued] = await store.list_turns("fresh")
+    assert fresh.updated_at == queued.created_at
+
+    pending = await _parked(store)
+    session = await store.get_session(S)
+    assert session is not None
+    assert session.updated_at == NOW  # the park's commit
+    await store.resume_turn(S, "t1", expected_pending=pending, answer_step="a", answer=True)
+
+    session = await store.get_session(S)
+    assert session is not None
+    assert session.updated_at > NOW  # the resume, on the store's clock (now)
+
+
+async def test_failure_streaks_are_the_failed_turns_since_the_last_that_got_somewhere(
+    store: SessionStore,
+) -> None:
+    for turn_id, status in [
+        ("a1", TurnStatus.COMPLETED),
+        ("a2", TurnStatus.FAILED),
+        ("a3", TurnStatus.FAILED),
+    ]:
+        await store.enqueue_turn("a", turn_id, TurnInput(text=turn_id))
+        await _end(store, "a", turn_id, status)
+    for turn_id, status in [("b1", TurnStatus.FAILED), ("b2", TurnStatus.CANCELLED)]:
+        await store.enqueue_turn("b", turn_id, TurnInput(text=turn_id))
+        await _end(store, "b", turn_id, status)
+    for turn_id in ["c1", "c2"]:
+        await store.enqueue_turn("c", turn_id, TurnInput(text=turn_id))
+        await _end(store, "c", turn_id, TurnStatus.FAILED)
+    await store.enqueue_turn("c", "c3", TurnInput(text="queued"))  # neither ends nor extends it
+    await store.enqueue_turn("d", "d1", TurnInput(text="d1"))
+    await _end(store, "d", "d1", TurnStatus.FAILED)
+
+    streaks = await store.failure_streaks(2)
+    assert [[t.turn_id for t in streak] for streak in streaks] == [["a2", "a3"], ["c1", "c2"]]
+    assert streaks[0][-1].result == {"status": "failed", "error": "a3 broke"}
+    everyone = [[t.turn_id for t in s] for s in await store.failure_streaks(1)]
+    assert everyone == [["a2", "a3"], ["c1", "c2"], ["d1"]]
+
+
+async def test_failure_streaks_count_the_live_generation_only(store: SessionStore) -> None:
+    for turn_id in ["x1", "x2"]:
+        await store.enqueue_turn(S, turn_id, TurnInput(text=turn_id))
+        await _end(store, S, turn_id, TurnStatus.FAILED)
+    assert [len(s) for s in await store.failure_streaks(2)] == [2]
+
+    await store.enqueue_reset(S, "r1")
+    lease = await _lease(store)
+    await store.apply_reset(lease, "r1", [], TTL, NOW)
+    await store.release_lease(lease)
+
+    assert await store.failure_streaks(1) == []
+    await store.enqueue_turn(S, "x3", TurnInput(text="after"))
+    await _end(store, S, "x3", TurnStatus.FAILED)
+    assert [[t.turn_id for t in s] for s in await store.failure_streaks(1)] == [["x3"]]

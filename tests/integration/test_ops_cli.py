@@ -57,6 +57,13 @@ async def test_receipts_list_and_resolve(sql_store: Any, sql_url: str) -> None:
     assert line.startswith("uncertain")
     assert "ops:1  pay:o-9" in line
     assert "TimeoutError: gateway timeout" in line
+    as_json = await _bot(
+        "receipts", "list", "--status", "uncertain", "--json", "--database-url", sql_url
+    )
+    [record] = [json.loads(text) for text in as_json.stdout.splitlines()]
+    assert (record["session"], record["key"], record["status"]) == ("ops:1", "pay:o-9", "uncertain")
+    assert "TimeoutError: gateway timeout" in record["error"]
+    assert record["created_at"].endswith("+00:00")
 
     observed = json.dumps({"charge": "ch_1"})
     resolved = await _bot(
@@ -144,6 +151,10 @@ COMMANDS = {
     "receipts list": ["receipts", "list"],
     "receipts resolve": ["receipts", "resolve", "s1", "tool:key", "--failed"],
     "check": ["check"],
+    "approvals": ["approvals"],
+    "turns": ["turns", "--stuck"],
+    "cancel": ["cancel", "slack:T1:C1:1.000001"],
+    "reset": ["reset", "slack:T1:C1:1.000001"],
 }
 """Every command, each the way an operator would start it (the demos only touch the database
 they are given)."""

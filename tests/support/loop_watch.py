@@ -19,15 +19,20 @@ subtracts, before judging:
 - garbage collection pauses (`gc.callbacks`), which the interpreter takes, not a callback.
 
 What remains is time the loop spent inside callbacks, computing or blocked in a sync call: the
-thing to catch. One case has no sample to go by: the watchdog itself could not run until the
-loop answered. A loop blocked in a sync call (a sleep, I/O) has let go of the GIL, so the
-watchdog can run and sample it, unless the process is starved in a way /proc does not account
-for (beside CPU hogs, 130 ms unexplained in a 600 ms wait, twice in ten runs); a loop keeping
-the watchdog out by holding the GIL is running, which its own CPU time shows exactly. So for
-an unsampled ping the block is at most the loop thread's CPU time meanwhile.
+thing to catch. The subtraction errs on the side of excusing (it counts every thread's waits,
+and on a starved machine they add up to more than the loop lost), so computing is also measured
+directly: the loop thread's own CPU time while the ping waited is time spent in callbacks (an
+idle loop waits in its selector, using none), and that much is a block however busy the
+machine (a 0.6 s computation once passed at load 12 on the subtraction alone). One case has no
+sample to go by: the watchdog itself could not run until the loop answered. A loop blocked in a
+sync call (a sleep, I/O) has let go of the GIL, so the watchdog can run and sample it, unless
+the process is starved in a way /proc does not account for (beside CPU hogs, 130 ms
+unexplained in a 600 ms wait, twice in ten runs); a loop keeping the watchdog out by holding
+the GIL is running, which its own CPU time shows exactly. So for an unsampled ping the block is
+the loop thread's CPU time meanwhile.
 
-The subtraction errs on the side of excusing (it counts every thread's waits), so a borderline
-block on a starved machine may pass; a real one (a 1 s sleep) is caught on a busy machine too.
+A borderline sleep on a starved machine may pass; a real one (a 1 s sleep) is caught on a busy
+machine too, and computing on the loop is caught at any load.
 
 Pings count only while the loop runs. pytest-asyncio runs each async fixture and the test in a
 `run_until_complete` of its own, and sync fixtures run between them with the loop stopped; a
@@ -329,14 +334,17 @@ class LoopWatch:
         # Rare, so the readings are taken here, on the loop, once it is free again.
         waited = _waited(ping.delays, self._run_delay.read()) + self._steal.read() - ping.steal
         collected = self._gc_seconds - ping.gc
-        blocked = lag - waited - collected
-        if not ping.where:  # not sampled: at most what the loop thread ran meanwhile
-            ran = (self._run_delay.cpu(self._loop_tid) - ping.loop_cpu) / 1e9
-            blocked = min(blocked, ran - collected)
+        # What the loop thread computed while the ping waited: callbacks, since an idle loop
+        # waits in its selector without a CPU. However starved the machine, that much blocked.
+        ran = (self._run_delay.cpu(self._loop_tid) - ping.loop_cpu) / 1e9 - collected
+        # Not sampled: the loop held the GIL, which only computing does, so what it ran is the
+        # block. Sampled: the lag less the waits (a sync call, a sleep, uses no CPU), or what it
+        # ran where the waits of every thread, all subtracted, excuse more than the OS did.
+        blocked = max(lag - waited - collected, ran) if ping.where else ran
         # Seen waiting in its selector with the ping already due: the loop was not running a
         # callback, the wake-up (a write to its self-pipe) had not reached it yet. On a starved
         # machine that wait is not always counted as run delay; it is never the code's doing.
-        if blocked > self._threshold and not ping.waiting_for_io:
+        if blocked > self._threshold and (not ping.waiting_for_io or ran > self._threshold):
             self.blocks.append(
                 Block(
                     blocked=blocked,

@@ -24,6 +24,7 @@ from agent import (
     ToolCall,
 )
 from agent.seams import ContentBlock, ModelEvent, ModelReply, ModelRequest, StreamRestart, TextDelta
+from bot.deferred_model import DeferredModel
 from tests.support.anthropic_standin import (
     AnthropicStandin,
     ContentSpec,
@@ -138,6 +139,19 @@ class AnthropicHarness:
         self.api.enqueue(
             sse_reply(*content, fail_after=after, error_type="overloaded_error"),
             sse_reply(*content, stop_reason=answer.stop_reason),
+        )
+
+
+@dataclass
+class DeferredHarness(AnthropicHarness):
+    """`DeferredModel` building `AnthropicModel` on the first call, as a web process that runs
+    no turns does (`bot.deferred_model`): it must keep every promise of the model it wraps."""
+
+    model: DeferredModel = field(init=False)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        self.model = DeferredModel(
+            lambda: AnthropicModel(client=self.client, model="claude-test", restart_delay=0)
         )
 
 

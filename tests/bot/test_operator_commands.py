@@ -1,0 +1,66 @@
+"""The operator's `bot cancel`, run as a command in its own process against the bot's database,
+shows in the Slack thread as Slack's Stop does: the reply ends "stopped by …", a parked
+approval loses its buttons and says who stopped it, and the model is not called again. The
+command never calls Slack: the bot's renderer, woken through the database, does."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.inbound import session_key
+from tests.bot.agents import AGENT, GATE, LONG, REFUND, model
+from tests.bot.harness import approval, eventually, idle, replies
+from tests.support import children
+
+CHANNEL = "C0OPER"
+pytestmark = pytest.mark.usefixtures("serving")
+
+
+async def _cancel(db_url: str, *args: str) -> children.Ran:
+    return await children.run("bot.cli", "cancel", *args, "--database-url", db_url)
+
+
+async def test_bot_cancel_stops_a_streaming_reply_and_the_thread_says_so(db_url, launch, standin):
+    scripted = model(LONG)
+    app = await launch(db_url, AGENT, scripted)
+    GATE.clear()
+    ts = await app.slack.mention("U0ALICE", "do the long thing", channel=CHANNEL)
+    await eventually(lambda: "long" in GATE)
+    await eventually(lambda: any("First part" in m.text for m in replies(standin, CHANNEL)))
+    calls = len(scripted.requests)
+    key = session_key("T0DEMO", CHANNEL, ts)
+
+    done = await _cancel(db_url, key, "--by", "U0BOB")
+
+    assert done.returncode == 0, done.stderr
+    await eventually(
+        lambda: any("stopped by <@U0BOB>" in m.text for m in replies(standin, CHANNEL)),
+        what="the reply says who stopped it",
+        within=30,
+    )
+    await eventually(lambda: idle(standin, CHANNEL))
+    assert len(scripted.requests) == calls  # no model call after the cancel
+    assert not any("Second part" in m.text for m in replies(standin, CHANNEL))
+    session = standin.session_of(CHANNEL, ts)
+    assert session is not None
+    await eventually(lambda: session.status == "active")
+
+
+async def test_bot_cancel_ends_a_parked_approval_and_its_message_says_so(db_url, launch, standin):
+    scripted = model(REFUND)
+    app = await launch(db_url, AGENT, scripted)
+    ts = await app.slack.mention("U0ALICE", "refund order 42", channel=CHANNEL)
+    message = await eventually(lambda: approval(standin, CHANNEL))
+    await eventually(lambda: idle(standin, CHANNEL))
+    await eventually(lambda: standin.session_of(CHANNEL, ts).status == "suspended")
+    calls = len(scripted.requests)
+    key = session_key("T0DEMO", CHANNEL, ts)
+
+    done = await _cancel(db_url, key, "--by", "U0BOB")
+
+    assert done.returncode == 0, done.stderr
+    await eventually(lambda: "Stopped by <@U0BOB>" in message.text, within=30)
+    assert not any(b.get("type") == "actions" for b in message.blocks or [])
+    assert await app.session(key).pending() is None
+    await eventually(lambda: standin.session_of(CHANNEL, ts).status == "active")
+    assert len(scripted.requests) == calls
