@@ -1,0 +1,41 @@
+"""A small server-sent-events reader for the tests: frames as the spec defines them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+
+@dataclass(frozen=True)
+class Frame:
+    event: str
+    data: dict[str, Any]
+    id: int | None
+
+
+async def frames(
+    response: httpx.Response, comments: list[str] | None = None
+) -> AsyncIterator[Frame]:
+    """The frames of an event stream; comment lines (`: ping`) go to `comments`."""
+    event, data, ident = "message", [], None
+    async for line in response.aiter_lines():
+        if line == "":
+            if data:
+                yield Frame(event=event, data=json.loads("\n".join(data)), id=ident)
+            event, data, ident = "message", [], None
+        elif line.startswith(":"):
+            if comments is not None:
+                comments.append(line[1:].strip())
+        else:
+            name, _, value = line.partition(":")
+            value = value.removeprefix(" ")
+            if name == "event":
+                event = value
+            elif name == "data":
+                data.append(value)
+            elif name == "id":
+                ident = int(value)
