@@ -9,24 +9,19 @@ from agent import Agent, AnswerRequest, ScriptedReply, ToolCall, ToolContext, to
 from tests.bot import agents as bot_agents
 
 REFUNDS: list[str] = []
-"""Every refund the provider paid: an answered park must pay exactly once."""
+"""Every refund paid (the tool's code after the answer): an answered park pays exactly once."""
 
 
 @tool
 async def pay_refund(order_id: str, ctx: ToolContext) -> dict[str, Any]:
-    """Refund an order once the requester approves; the payment is a durable effect."""
+    """Refund an order once the requester approves."""
     approved = await ctx.request_input(
         id="approve", prompt=f"Refund order {order_id}?", schema={"type": "boolean"}
     )
     if approved is not True:
         return {"refunded": False}
-
-    async def pay(authority: Any) -> dict[str, Any]:
-        REFUNDS.append(authority.idempotency_key)
-        return {"refunded": True}
-
-    effect = await ctx.run_effect(f"refund:{order_id}", pay)
-    return dict(effect.value)
+    REFUNDS.append(f"{ctx.session}:{ctx.turn_id}:{order_id}")
+    return {"refunded": True}
 
 
 async def broken_hook(request: AnswerRequest) -> bool:
