@@ -9,6 +9,8 @@ from typing import Any
 
 import httpx
 
+COMMENT = ":"
+
 
 @dataclass(frozen=True)
 class Frame:
@@ -17,10 +19,9 @@ class Frame:
     id: int | None
 
 
-async def frames(
-    response: httpx.Response, comments: list[str] | None = None
-) -> AsyncIterator[Frame]:
-    """The frames of an event stream; comment lines (`: ping`) go to `comments`."""
+async def frames(response: httpx.Response, comments: bool = False) -> AsyncIterator[Frame]:
+    """The frames of an event stream; with `comments`, comment lines (`: ping`) too, as frames
+    of event `:` whose data holds the comment."""
     event, data, ident = "message", [], None
     async for line in response.aiter_lines():
         if line == "":
@@ -28,8 +29,8 @@ async def frames(
                 yield Frame(event=event, data=json.loads("\n".join(data)), id=ident)
             event, data, ident = "message", [], None
         elif line.startswith(":"):
-            if comments is not None:
-                comments.append(line[1:].strip())
+            if comments:
+                yield Frame(event=COMMENT, data={"comment": line[1:].strip()}, id=None)
         else:
             name, _, value = line.partition(":")
             value = value.removeprefix(" ")
