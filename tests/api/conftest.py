@@ -55,7 +55,7 @@ def contract() -> Contract:
 
 @pytest.fixture
 def api(
-    launch: Callable[..., Awaitable[Running]],
+    launch: Callable[..., Awaitable[Running]],  # noqa: F811
 ) -> Callable[..., Awaitable[Running]]:
     """Start the bot with the API on (`API_TOKENS` and fast polls) in the test's serving mode."""
 

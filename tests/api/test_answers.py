@@ -40,7 +40,8 @@ async def test_the_requester_answers_others_cannot_and_bad_answers_change_nothin
     answer = {"turn_id": "t1", "input_id": "approve", "digest": request["digest"]}
 
     pending = (await alice.get("/sessions/refunds/pending")).json()
-    assert pending["input"]["input_id"] == "approve" and pending["input"]["may_answer"] is True
+    assert pending["input"]["input_id"] == "approve"
+    assert pending["input"]["may_answer"] is True
     assert (await bob.get("/sessions/refunds/pending")).json()["input"]["may_answer"] is False
 
     assert (
@@ -128,7 +129,8 @@ async def test_a_failing_hook_is_a_500_and_applies_nothing(db_url, api, clients)
     assert "approvals service" not in failed.text
     assert await _status(alice) == "suspended"
     pending = await bot.session(KEY).pending()
-    assert pending is not None and pending.digest == request["digest"]
+    assert pending is not None
+    assert pending.digest == request["digest"]
     log = (await alice.get("/sessions/refunds/events")).json()["events"]
     assert not [e for e in log if e["type"] == "input.resolved"]
     assert (await alice.get("/sessions/refunds/pending")).status_code == 500
@@ -141,7 +143,8 @@ async def test_a_proposed_write_is_confirmed_once_by_the_requester(db_url, api, 
     turn = await alice.post("/sessions/holds/turns", json={"text": "hold order 42"})
     assert turn.json()["status"] == "completed"
     [proposal] = (await alice.get("/sessions/holds/pending")).json()["confirmations"]
-    assert proposal["tool"] == "place_hold" and proposal["may_answer"] is True
+    assert proposal["tool"] == "place_hold"
+    assert proposal["may_answer"] is True
     path = f"/sessions/holds/confirmations/{proposal['confirmation_id']}"
 
     assert (await bob.post(path, json={"accepted": True})).status_code == 403
@@ -254,14 +257,16 @@ async def test_cancel_stops_a_running_turn(db_url, api, clients) -> None:
 
     await eventually(in_the_tool, within=30)
     cancelled = await alice.post("/sessions/long/cancel", json={"turn_id": "t", "reason": "enough"})
-    assert cancelled.status_code == 200 and cancelled.json()["cancelled"] == ["t"]
+    assert cancelled.status_code == 200
+    assert cancelled.json()["cancelled"] == ["t"]
 
     async def ended() -> bool:
         return await _status(alice, "t", "long") == "cancelled"
 
     await eventually(ended, within=30)
     turn = await bot.bot.runtime.store.get_turn("api:T0DEMO:long", "t")
-    assert turn.status == TurnStatus.CANCELLED and turn.cancel_reason == "enough"
+    assert turn.status == TurnStatus.CANCELLED
+    assert turn.cancel_reason == "enough"
     assert (await alice.post("/sessions/long/cancel", json={})).json()["cancelled"] == []
 
 

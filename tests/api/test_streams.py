@@ -39,7 +39,8 @@ async def test_a_turn_streams_its_events_then_its_result(db_url, api, clients) -
         assert response.headers["content-type"].startswith("text/event-stream")
         got = [f async for f in frames(response)]
 
-    assert got[-1].event == "turn.result" and got[-1].id is None
+    assert got[-1].event == "turn.result"
+    assert got[-1].id is None
     assert got[-1].data["status"] == "suspended"
     assert got[-1].data["request"]["id"] == "approve"
     durable = [f for f in got if f.id is not None]
@@ -133,7 +134,7 @@ async def test_a_stream_sees_a_resumed_turn_live(db_url, api, clients) -> None:
         answering = asyncio.create_task(answer())
         got = await _read_until(response, lambda f: f.event == "turn.completed")
         await answering
-    assert [f.event for f in got if f.id][0] == "input.resolved"
+    assert next(f.event for f in got if f.id) == "input.resolved"
     assert got[-1].data["text"] == "Refund settled."
     assert all(f.id > cursor for f in got if f.id)
 

@@ -39,15 +39,19 @@ async def test_a_turn_answers_json_when_it_ends_and_its_events_are_in_the_log(
     assert polled.json()["status"] == "completed"
     log = (await alice.get("/sessions/support-1/events")).json()
     types = [e["type"] for e in log["events"]]
-    assert types[0] == "turn.started" and types[-1] == "turn.completed"
+    assert types[0] == "turn.started"
+    assert types[-1] == "turn.completed"
     seqs = [e["seq"] for e in log["events"]]
-    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs) and log["last_seq"] == seqs[-1]
+    assert seqs == sorted(seqs)
+    assert len(set(seqs)) == len(seqs)
+    assert log["last_seq"] == seqs[-1]
     assert all(e["live"] is False and e["session"] == "support-1" for e in log["events"])
     later = (await alice.get(f"/sessions/support-1/events?after={seqs[1]}")).json()
     assert [e["seq"] for e in later["events"]] == seqs[2:]
     # The speaker is the token's principal, attested: the engine's own record says so.
     turn = await bot.bot.runtime.store.get_turn("api:T0DEMO:support-1", "t1")
-    assert turn.input.inbound.user.id == "U0ALICE" and turn.input.inbound.user.attested
+    assert turn.input.inbound.user.id == "U0ALICE"
+    assert turn.input.inbound.user.attested
     assert turn.input.inbound.source == "api"
 
 
