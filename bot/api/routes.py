@@ -180,10 +180,12 @@ def api_routes(service_of: ServiceOf) -> list[Route]:
     `ApiService` (None while the API is off)."""
     from bot.api.openapi import description
 
+    served = description()  # built now, not on the loop at the first request (tens of ms)
+
     async def openapi(request: Request) -> Response:
         if service_of(request) is None:
             return _not_found()
-        return JSONResponse(description())
+        return JSONResponse(served)
 
     routes = [
         Route(path, _endpoint(service_of, handler), methods=[method])

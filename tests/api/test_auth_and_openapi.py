@@ -8,7 +8,6 @@ import io
 import json
 import logging
 
-import httpx
 import pytest
 from pydantic import SecretStr
 
@@ -17,7 +16,7 @@ from bot.api import TokenError, parse_tokens
 from bot.api.routes import ROUTES
 from bot.settings import ConfigError, Settings
 from tests.api.agents import AGENT
-from tests.api.conftest import BY_USER, TOKENS
+from tests.api.conftest import BY_USER, TOKENS, client
 from tests.api.contract import Contract
 from tests.bot.agents import SIMPLE
 
@@ -33,12 +32,17 @@ PATHS = [
 ]
 
 
-@pytest.mark.parametrize(("method", "path"), PATHS)
 async def test_no_token_or_a_wrong_one_is_a_401_before_anything_is_read(
-    db_url, api, clients, method: str, path: str
+    db_url, api, clients
 ) -> None:
     bot = await api(db_url, AGENT, ScriptedModel(SIMPLE))
     anonymous = clients(bot, "")
+    for method, path in PATHS:
+        await _refused(anonymous, method, path)
+    assert await bot.turns("api:T0DEMO:s") == []
+
+
+async def _refused(anonymous, method: str, path: str) -> None:
     missing = await anonymous.request(method, path, json={"text": "hi"})
     assert missing.status_code == 401
     assert missing.headers["www-authenticate"].startswith("Bearer")
@@ -55,26 +59,25 @@ async def test_no_token_or_a_wrong_one_is_a_401_before_anything_is_read(
             )
         ).headers["www-authenticate"]
     )
-    assert await bot.turns("api:T0DEMO:s") == []
 
 
 async def test_without_api_tokens_the_api_is_not_there(db_url, launch) -> None:
     bot = await launch(db_url, AGENT, ScriptedModel(SIMPLE))
     assert bot.bot.api is None
-    async with httpx.AsyncClient(base_url=bot.server.url) as client:
+    async with client(bot.server.url) as http:
         headers = {"Authorization": f"Bearer {BY_USER['alice']}"}
         for method, path in [*PATHS, ("GET", "/openapi.json")]:
-            answer = await client.request(method, path, json={"text": "hi"}, headers=headers)
+            answer = await http.request(method, path, json={"text": "hi"}, headers=headers)
             assert answer.status_code == 404, path
-        assert (await client.get("/healthz")).status_code == 200
+        assert (await http.get("/healthz")).status_code == 200
 
 
 async def test_the_description_names_every_route_and_every_status_it_answers(
     db_url, api, clients, contract: Contract
 ) -> None:
     bot = await api(db_url, AGENT, ScriptedModel(SIMPLE))
-    async with httpx.AsyncClient(base_url=bot.server.url) as client:
-        served = (await client.get("/openapi.json")).json()
+    async with client(bot.server.url) as http:
+        served = (await http.get("/openapi.json")).json()
     assert served == json.loads(json.dumps(contract.doc))
     assert served["openapi"].startswith("3.1")
     described = {

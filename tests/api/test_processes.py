@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.api.conftest import BY_USER, TOKENS
+from tests.api.conftest import BY_USER, TOKENS, client
 from tests.api.sse_client import Frame, frames
 from tests.support import children
 
@@ -58,8 +58,8 @@ async def _follow_a_turn_across_a_reconnect(
     async with (
         _child("worker", db_url, api_url, gate, settings),
         _child("web", db_url, api_url, gate, settings) as port,
-        httpx.AsyncClient(
-            base_url=f"http://127.0.0.1:{port}",
+        client(
+            f"http://127.0.0.1:{port}",
             headers={"Authorization": f"Bearer {BY_USER['alice']}"},
             timeout=30,
         ) as alice,
