@@ -106,7 +106,7 @@ class Settings(BaseSettings):
         needs = NEEDS.get(command, ())
         missing = [name for name in needs if not self._present(name)]
         problems = self._anthropic_problems() if "ANTHROPIC_API_KEY" in needs else []
-        if command == "serve":
+        if command in NEEDS:  # each opens the bot, and with it the API's token table
             problems += self._api_problems()
         if not (missing or problems):
             return
