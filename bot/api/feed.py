@@ -1,12 +1,14 @@
 """One session's events for one reader, from a cursor on: the durable log after it, then what
 happens live, each durable event exactly once and in `seq` order.
 
-The feed subscribes to the runtime's hub before it first reads the log, so nothing falls between
-the read and the subscription; what the hub brings that the read already covered is dropped by
-`seq`, and a gap (an event the hub never brought, or brought out of order) is filled from the
-log. The hub is a speed-up, never the record: the feed also reads the log every `poll` seconds
-when nothing arrives, which is how a turn run by another process reaches a reader without Redis
-(and how an event Redis dropped is found). With Redis the relay brings the other processes'
+The feed subscribes to the runtime's hub before it first reads the log (for a POST's stream,
+before the turn is started), so nothing falls between the read and the subscription; a read
+of the log stops short of the first event the hub has queued (that one and what follows come
+from the queue, in order with the deltas between them), what both bring is dropped by `seq`,
+and a gap (an event the hub never brought) is filled from the log. The hub is a speed-up,
+never the record: the feed also reads the log every `poll` seconds when nothing arrives, which
+is how a turn run by another process reaches a reader without Redis (and how an event Redis
+dropped is found). With Redis the relay brings the other processes'
 events live (`SlackBot` connects it).
 
 Live `message.delta`s are not in the log, so a reader that reconnects never gets them again;
@@ -23,6 +25,7 @@ log instead (deltas lost, nothing durable).
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Callable
 from types import TracebackType
 
@@ -39,11 +42,24 @@ class Feed:
         self._queue: asyncio.Queue[tuple[TurnEvent, int | None]] = asyncio.Queue()
         self._live_seen: int | None = None
         """The seq of the last durable event the hub brought (None: none yet)."""
+        self._queued: deque[int] = deque()
+        """The seqs of the durable events in the queue, in order."""
         self._overflow = False
         self._unsubscribe: Callable[[], None] | None = None
 
+    async def open(self) -> None:
+        """Subscribe (once): before the turn to follow is started, so its first deltas are
+        heard too, and before the log is first read."""
+        if self._unsubscribe is None:
+            self._unsubscribe = await self.session.observe(self._on_event)
+
+    def close(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+
     async def __aenter__(self) -> Feed:
-        self._unsubscribe = await self.session.observe(self._on_event)
+        await self.open()
         return self
 
     async def __aexit__(
@@ -52,9 +68,7 @@ class Feed:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self._unsubscribe is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
+        self.close()
 
     def _on_event(self, event: TurnEvent) -> None:
         if event.seq:
@@ -67,12 +81,22 @@ class Feed:
         if self._queue.qsize() >= MAX_QUEUED:
             self._overflow = True
             self._queue = asyncio.Queue()
+            self._queued.clear()
             return
+        if event.seq:
+            self._queued.append(event.seq)
         self._queue.put_nowait((event, position))
 
     async def catch_up(self) -> list[TurnEvent]:
-        """The durable events after the cursor, from the log."""
-        found = [e for e in await self.session.events(self.cursor) if e.seq > self.cursor]
+        """The durable events after the cursor, from the log, up to the first one the queue
+        holds: that one and what follows it come from the queue, in order with the deltas
+        between them (read from the log too, those deltas would be behind the cursor)."""
+        horizon = self._queued[0] if self._queued else None
+        found = [
+            e
+            for e in await self.session.events(self.cursor)
+            if e.seq > self.cursor and (horizon is None or e.seq < horizon)
+        ]
         if found:
             self.cursor = found[-1].seq
         return found
@@ -88,6 +112,8 @@ class Feed:
         except TimeoutError:
             return await self.catch_up()
         if event.seq:
+            if self._queued and self._queued[0] == event.seq:
+                self._queued.popleft()
             if event.seq <= self.cursor:
                 return []
             if event.seq == self.cursor + 1:

@@ -106,10 +106,18 @@ async def post_turn(service: ApiService, caller: Caller, request: Request) -> Re
     after = _after(request) if streaming else 0
     wait = _bounded(request, "wait", 0, service.settings.wait, service.settings.wait)
     body = await read_body(request, TurnBody, MAX_BODY_BYTES)
-    turn_id = await service.start(where, body, request.headers.get("idempotency-key"))
     if streaming:
-        frames = service.turn_stream(where, turn_id, after)
+        # Listening before the turn starts: its first deltas come live too.
+        feed = service.feed(where, after)
+        await feed.open()
+        try:
+            turn_id = await service.start(where, body, request.headers.get("idempotency-key"))
+        except BaseException:
+            feed.close()
+            raise
+        frames = service.turn_stream(where, turn_id, feed)
         return StreamingResponse(frames, media_type="text/event-stream", headers=SSE_HEADERS)
+    turn_id = await service.start(where, body, request.headers.get("idempotency-key"))
     result = await service.wait(where, turn_id, wait)
     out = service.turn_out(where, result)
     if result.status.finished or result.status.value == "suspended":

@@ -205,8 +205,11 @@ class ApiService:
             }
         )
 
-    def turn_stream(self, where: Addressed, turn_id: str, after: int) -> AsyncIterator[str]:
-        """The turn's events as they happen (from `after`), then its result."""
+    def feed(self, where: Addressed, after: int) -> Feed:
+        return Feed(where.session, after=after)
+
+    def turn_stream(self, where: Addressed, turn_id: str, feed: Feed) -> AsyncIterator[str]:
+        """The turn's events as they happen (from the feed's cursor), then its result."""
 
         async def until(event: TurnEvent) -> bool:
             if event.turn_id != turn_id:
@@ -228,7 +231,7 @@ class ApiService:
 
         return self._stream(
             where,
-            after,
+            feed,
             wanted=lambda event: event.turn_id == turn_id,
             until=until,
             done=done,
@@ -247,13 +250,13 @@ class ApiService:
         )
 
     def event_stream(self, where: Addressed, after: int) -> AsyncIterator[str]:
-        return self._stream(where, after)
+        return self._stream(where, self.feed(where, after))
 
-    async def _stream(self, where: Addressed, after: int, **options: Any) -> AsyncIterator[str]:
+    async def _stream(self, where: Addressed, feed: Feed, **options: Any) -> AsyncIterator[str]:
         self.streams += 1
         try:
             frames = stream(
-                Feed(where.session, after=after),
+                feed,
                 to_json=lambda event: event_json(event, where.key),
                 heartbeat=self.settings.heartbeat,
                 poll=self.settings.poll,
@@ -266,6 +269,7 @@ class ApiService:
             log.warning("an event stream ended: the database is unavailable")
             yield frame({"error": "the database is unavailable; reconnect"}, event="error")
         finally:
+            feed.close()
             self.streams -= 1
 
     # answers ---------------------------------------------------------------------------------

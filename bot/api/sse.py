@@ -49,22 +49,31 @@ async def stream(
         beat = time.monotonic()
         batch = await feed.catch_up()
         while open_():
+            # One write per batch: a reconnect's catch-up of hundreds of events is one chunk,
+            # not hundreds.
+            written: list[str] = []
             for event in batch:
                 if not wanted(event):
                     continue
-                yield frame(to_json(event), event=event.type, seq=event.seq or None)
+                written.append(frame(to_json(event), event=event.type, seq=event.seq or None))
                 if event.seq and until is not None and await until(event):
                     if ending is not None:
-                        yield await ending()
+                        written.append(await ending())
+                    yield "".join(written)
                     return
             if time.monotonic() - beat >= heartbeat:
-                yield ": ping\n\n"
+                written.append(": ping\n\n")
                 beat = time.monotonic()
+            if written:
+                yield "".join(written)
             batch = await feed.next(min(poll, heartbeat))
             if not batch and done is not None and await done():
-                for event in await feed.catch_up():
-                    if wanted(event):
-                        yield frame(to_json(event), event=event.type, seq=event.seq or None)
+                last = [
+                    frame(to_json(event), event=event.type, seq=event.seq or None)
+                    for event in await feed.catch_up()
+                    if wanted(event)
+                ]
                 if ending is not None:
-                    yield await ending()
+                    last.append(await ending())
+                yield "".join(last)
                 return

@@ -44,6 +44,9 @@ SCRIPT = [
     ),
     ScriptedReply(text=["Done ", "after ", "the gate."]),
 ]
+"""Typed a word each 0.2 s (`DELTA_DELAY`): long enough for a reader that just connected
+to be listening (over Redis) before the last words."""
+DELTA_DELAY = 0.2
 
 
 class _Api:
@@ -67,7 +70,7 @@ async def main() -> int:
     bot = await open_bot(
         settings_for(args.url, _Api(args.api_url), RUN_TURNS=args.role == "worker"),  # type: ignore[arg-type]
         agent=AGENT,
-        model=ScriptedModel(SCRIPT, delta_delay=0.01),
+        model=ScriptedModel(SCRIPT, delta_delay=DELTA_DELAY),
         render_settings=RenderSettings(flush_interval=0.1, poll_interval=0.1, lease_ttl=2.0),
         runtime_options={"lease_ttl": 2.0, "recovery_interval": 0.2, "poll_interval": 0.05},
         worker=args.role == "worker",

@@ -19,11 +19,14 @@ class Frame:
     id: int | None
 
 
-async def frames(response: httpx.Response, comments: bool = False) -> AsyncIterator[Frame]:
-    """The frames of an event stream; with `comments`, comment lines (`: ping`) too, as frames
-    of event `:` whose data holds the comment."""
+async def frames(
+    source: httpx.Response | AsyncIterator[str], comments: bool = False
+) -> AsyncIterator[Frame]:
+    """The frames of an event stream (a response, or its lines already being read); with
+    `comments`, comment lines (`: ping`) too, as frames of event `:` holding the comment."""
+    lines = source.aiter_lines() if isinstance(source, httpx.Response) else source
     event, data, ident = "message", [], None
-    async for line in response.aiter_lines():
+    async for line in lines:
         if line == "":
             if data:
                 yield Frame(event=event, data=json.loads("\n".join(data)), id=ident)

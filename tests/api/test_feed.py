@@ -47,8 +47,8 @@ async def test_what_the_hub_and_the_log_both_bring_is_sent_once_in_order() -> No
     session.commit(1, emit=False)
     async with Feed(session, after=0) as feed:  # type: ignore[arg-type]
         late = session.commit(2)  # committed after the subscription, before the read
-        assert [e.seq for e in await feed.catch_up()] == [1, 2]
-        assert await feed.next(0.01) == []  # the hub's copy of 2
+        assert [e.seq for e in await feed.catch_up()] == [1]  # 2 comes from the queue
+        assert [e.seq for e in await feed.next(0.01)] == [2]
         session.emit(late)  # a relay bringing it again
         assert await feed.next(0.01) == []
         session.commit(3)
@@ -84,15 +84,32 @@ async def test_a_delta_is_sent_only_where_it_was_emitted() -> None:
         assert await feed.next(0.01) == []
 
 
-async def test_a_delta_emitted_here_before_an_event_the_reader_has_is_dropped() -> None:
+async def test_the_first_read_leaves_to_the_queue_what_it_holds() -> None:
+    """A reader subscribed before the turn started gets its deltas in their place, however
+    late its first read of the log."""
     session = FakeSession()
     async with Feed(session, after=0) as feed:  # type: ignore[arg-type]
         session.commit(1)
-        session.emit(delta("typing"))  # emitted after 1, so it belongs after 1
+        session.emit(delta("typing"))
+        session.commit(2)
+        assert await feed.catch_up() == []
+        got = [*await feed.next(0.01), *await feed.next(0.01), *await feed.next(0.01)]
+        assert [(e.type, e.seq) for e in got] == [
+            ("message.completed", 1),
+            ("message.delta", 0),
+            ("message.completed", 2),
+        ]
+
+
+async def test_a_delta_whose_step_the_reader_got_from_the_log_is_dropped() -> None:
+    session = FakeSession()
+    async with Feed(session, after=0) as feed:  # type: ignore[arg-type]
+        session.commit(1)
+        assert [e.seq for e in await feed.next(0.01)] == [1]
         session.commit(2, emit=False)
-        assert [e.seq for e in await feed.catch_up()] == [1, 2]  # a poll got ahead of the hub
-        assert await feed.next(0.01) == []  # the hub's 1: sent already
-        assert await feed.next(0.01) == []  # the delta: its step committed as 2
+        assert [e.seq for e in await feed.catch_up()] == [2]  # a poll, ahead of the hub
+        session.emit(delta("typing"))  # emitted after 1, before 2 reached this process
+        assert await feed.next(0.01) == []
 
 
 async def test_a_reader_too_slow_for_the_queue_reads_the_log_instead() -> None:
@@ -102,5 +119,6 @@ async def test_a_reader_too_slow_for_the_queue_reads_the_log_instead() -> None:
     async with Feed(session, after=0) as feed:  # type: ignore[arg-type]
         for seq in range(1, module.MAX_QUEUED + 3):
             session.commit(seq)
-        got = await feed.next(0.01)
+        got = [*await feed.next(0.01), *await feed.next(0.01), *await feed.next(0.01)]
         assert [e.seq for e in got] == list(range(1, module.MAX_QUEUED + 3))
+        assert await feed.next(0.01) == []

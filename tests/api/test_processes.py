@@ -12,7 +12,6 @@ import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from tests.api.conftest import BY_USER, TOKENS, client
@@ -36,10 +35,10 @@ async def _child(
         await children.stop(proc)
 
 
-async def _until(response: httpx.Response, stop) -> list[Frame]:
+async def _until(source, stop) -> list[Frame]:
     seen: list[Frame] = []
     async with asyncio.timeout(60):
-        async for item in frames(response):
+        async for item in frames(source):
             seen.append(item)
             if stop(item):
                 return seen
@@ -69,12 +68,14 @@ async def _follow_a_turn_across_a_reconnect(
         ) as response:
             assert response.status_code == 200
             first = await _until(response, lambda f: f.event == "action.requested")
-        await asyncio.to_thread((gate / "open").touch)
         last = max(f.id for f in first if f.id is not None)
         async with alice.stream(
             "GET", "/sessions/p/events", headers={**SSE, "Last-Event-ID": str(last)}
         ) as response:
-            second = await _until(response, lambda f: f.event == "turn.completed")
+            lines = response.aiter_lines()
+            assert (await anext(lines)).startswith("retry:")  # the reader listens from here
+            await asyncio.to_thread((gate / "open").touch)
+            second = await _until(lines, lambda f: f.event == "turn.completed")
         log = (await alice.get("/sessions/p/events")).json()["events"]
         ids = [f.id for f in first + second if f.id is not None]
         assert ids == [e["seq"] for e in log], "every durable event once, in order"

@@ -13,7 +13,7 @@ from agent import ScriptedModel
 from tests.api.agents import AGENT, PAY
 from tests.api.sse_client import COMMENT, Frame, frames
 from tests.bot.agents import GATE, GATED
-from tests.bot.harness import eventually
+from tests.bot.harness import ONE_PROCESS, eventually
 
 pytestmark = pytest.mark.usefixtures("serving")
 SSE = {"Accept": "text/event-stream"}
@@ -29,7 +29,7 @@ async def _read_until(response, stop, comments: bool = False) -> list[Frame]:
     return seen
 
 
-async def test_a_turn_streams_its_events_then_its_result(db_url, api, clients) -> None:
+async def test_a_turn_streams_its_events_then_its_result(db_url, api, clients, serving) -> None:
     bot = await api(db_url, AGENT, ScriptedModel(PAY))
     alice = clients(bot, "alice")
     async with alice.stream(
@@ -50,7 +50,13 @@ async def test_a_turn_streams_its_events_then_its_result(db_url, api, clients) -
     assert durable[-1].event == "input.requested"
     assert all(f.data["live"] is False and f.data["seq"] == f.id for f in durable)
     live = [f for f in got if f.event == "message.delta"]
-    assert all(f.id is None and f.data["live"] is True for f in live)
+    assert all(f.id is None for f in live)
+    assert all(f.data["live"] is True for f in live)
+    if serving == ONE_PROCESS:
+        # Listening from before the turn started: every delta, in its place.
+        assert [f.data["text"] for f in live] == ["Checking ", "the refund."]
+        place = [f.event for f in got].index("message.delta")
+        assert got[place - 1].event == "turn.started"
 
 
 async def test_a_reader_that_disconnects_mid_turn_misses_nothing_and_sees_nothing_twice(
