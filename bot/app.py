@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 from agent import Agent, Model, Runtime, SessionStore, TurnEvent
 from bot.agent_entry import AgentEntry
 from bot.answers import AnswerHandler
+from bot.api import ApiService, ApiSettings, api_routes, parse_tokens
 from bot.deny_reason import ModalSeal
 from bot.feedback import FeedbackHandler
 from bot.heap import freeze_startup_heap
@@ -139,6 +140,23 @@ class SlackBot:
             logger=logging.getLogger("slack_bolt"),
         )
         self.listeners.register(self.bolt)
+        tokens = parse_tokens(settings.api_tokens)
+        self.api: ApiService | None = (
+            ApiService(
+                runtime=runtime,
+                agent=agent,
+                tokens=tokens,
+                settings=ApiSettings(
+                    wait=settings.api_turn_wait,
+                    heartbeat=settings.api_heartbeat,
+                    poll=settings.api_poll,
+                    max_chars=settings.max_inbound_chars,
+                ),
+            )
+            if tokens is not None
+            else None
+        )
+        """The HTTP turn API, None while `API_TOKENS` is unset (its routes then answer 404)."""
         self._started = False
         self._dispatcher: RedisDispatcher | None = None
         self._serving: asyncio.Task[None] | None = None
@@ -194,6 +212,8 @@ class SlackBot:
         self._relay.attach(self.runtime)
 
     async def close(self) -> None:
+        if self.api is not None:
+            self.api.close()
         if self._unwatch is not None:
             self._unwatch()
         if self._relay is not None:
@@ -326,10 +346,15 @@ def serving_app(
         bot: SlackBot = request.app.state.bot
         return await bot.health(request)
 
+    def api_of(request: Request) -> ApiService | None:
+        bot: SlackBot = request.app.state.bot
+        return bot.api
+
     return Starlette(
         routes=[
             Route("/slack/events", slack_events, methods=["POST"]),
             Route("/healthz", health, methods=["GET"]),
+            *api_routes(api_of),
         ],
         lifespan=lifespan,
     )
@@ -385,7 +410,10 @@ async def open_bot(
     """
     from agent import load_agent
 
-    chosen = agent or load_agent(settings.agent_path(), emitted_sources=["slack"])
+    # The API's turns are source "api": an agent may give them `instructions.api.md` and a
+    # surface policy; without one they get the base instructions and every tool.
+    sources = ["slack", "api"] if settings.api_tokens is not None else ["slack"]
+    chosen = agent or load_agent(settings.agent_path(), emitted_sources=sources)
     opened = store or await SqlStore.open(settings.database_url)
     try:
         # Shared only with a store opened here from the same URL (an injected one may not be).

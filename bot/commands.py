@@ -19,6 +19,12 @@ from bot.settings import Settings
 
 log = logging.getLogger(__name__)
 
+SHUTDOWN_GRACE_SECONDS = 10
+"""How long a stopping web process lets requests in flight finish. Without a bound uvicorn
+waits for every one, and an API event stream never ends by itself: a deploy would hang. Past
+it they are cancelled (a stream's client reconnects with `Last-Event-ID`; a turn a waiting
+POST started goes on, durably, and can be polled)."""
+
 
 def serve(settings: Settings) -> int:
     """HTTP mode: Starlette on uvicorn, Slack posting to `/slack/events`, in `WEB_CONCURRENCY`
@@ -71,6 +77,7 @@ def run_web(factory: str, *, host: str, port: int, processes: int = 1) -> None:
         http="auto",
         log_config=None,
         access_log=False,
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
     )
 
 

@@ -108,6 +108,18 @@ class Settings(BaseSettings):
         return []
 
     # ------------------------------------------------------------------------------------------
+    api_tokens: SecretStr | None = Field(default=None, alias="API_TOKENS")
+    """The HTTP turn API's bearer tokens, a JSON object mapping each token to the principal it
+    speaks and answers as: `{"<token>": {"team": "T1", "user": "U1", "enterprise": null}}`.
+    Unset or empty: the API is off and its routes answer 404 (see `bot.api.auth`)."""
+    api_turn_wait: float = Field(default=30.0, ge=0, alias="API_TURN_WAIT_SECONDS")
+    """How long `POST /sessions/{key}/turns` waits for the turn to end or park before it
+    answers 202 with where to poll; a request's `?wait=` may ask for less."""
+    api_heartbeat: float = Field(default=15.0, gt=0, alias="API_HEARTBEAT_SECONDS")
+    """Seconds between `: ping` comments on an idle event stream, so proxies keep it open."""
+    api_poll: float = Field(default=1.0, gt=0, alias="API_POLL_SECONDS")
+    """How often an event stream reads the durable log for events it was not told of live (a
+    turn another process runs without Redis, a relayed event Redis dropped)."""
     log_level: str = Field(default="INFO", alias="LOG_LEVEL")
     log_format: str = Field(default="json", alias="LOG_FORMAT")
 
@@ -118,6 +130,8 @@ class Settings(BaseSettings):
         missing = [name for name in needs if not self._present(name)]
         problems = self._anthropic_problems() if "ANTHROPIC_API_KEY" in needs else []
         problems += self._retention_problems() if command == "clock" else []
+        if command in NEEDS:  # each opens the bot, and with it the API's token table
+            problems += self._api_problems()
         if not (missing or problems):
             return
         parts = []
@@ -144,6 +158,16 @@ class Settings(BaseSettings):
                 f"ANTHROPIC_THINKING_BUDGET ({budget}) must be below ANTHROPIC_MAX_TOKENS "
                 f"({self.anthropic_max_tokens}): thinking tokens count toward max_tokens"
             ]
+        return []
+
+    def _api_problems(self) -> list[str]:
+        """A malformed `API_TOKENS` is said at start, by what is wrong, never by a token."""
+        from bot.api.auth import TokenError, parse_tokens
+
+        try:
+            parse_tokens(self.api_tokens)
+        except TokenError as err:
+            return [f"API_TOKENS: {err}"]
         return []
 
     def _present(self, alias: str) -> bool:
@@ -174,4 +198,7 @@ class Settings(BaseSettings):
         ):
             if value is not None and value.get_secret_value():
                 found.append(value.get_secret_value())
+        from bot.api.auth import token_secrets
+
+        found += token_secrets(self.api_tokens)
         return found

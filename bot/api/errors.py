@@ -1,0 +1,90 @@
+"""How the API says no: one JSON shape (`{"error": ..., "detail": [...]}`) and one mapping from
+the engine's errors to status codes, so every route answers a refusal alike.
+
+    ApiError(status)                 the API's own refusals: 400, 401, 403, 404, 409, 413, 422
+    ResumeAuthorizationError   403   not this person's to answer (or another workspace)
+    ResumeConflictError        409   not pending, another turn or input, a stale digest, expired
+    SessionSuspendedError      409   the session waits on an answer; no new turn until then
+    ResumeValidationError      422   the answer does not fit the request's schema
+    TurnNotFoundError          404
+    StoreUnavailableError      503   the database is away; nothing was applied, retry
+    anything else              500   logged; the text never reaches the caller
+
+No answer repeats what the request held (a body, a token); validation errors name the field
+and the rule, not the value.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+from starlette.responses import JSONResponse
+
+from agent import (
+    ResumeAuthorizationError,
+    ResumeConflictError,
+    ResumeValidationError,
+    SessionSuspendedError,
+    StoreUnavailableError,
+    TurnNotFoundError,
+)
+
+HOOK_FAILED = "the answer's authorization hook failed; nothing was applied (retry later)"
+
+
+class ApiError(Exception):
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        headers: dict[str, str] | None = None,
+        detail: list[dict[str, Any]] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.headers = headers
+        self.detail = detail
+
+
+def unauthorized(why: str, *, invalid: bool) -> ApiError:
+    challenge = 'Bearer realm="api"' + (', error="invalid_token"' if invalid else "")
+    return ApiError(401, why, headers={"WWW-Authenticate": challenge})
+
+
+def invalid_body(err: ValidationError) -> ApiError:
+    detail = [
+        {"loc": [p if isinstance(p, int) else str(p) for p in e["loc"]], "msg": e["msg"]}
+        for e in err.errors(include_input=False, include_url=False, include_context=False)
+    ]
+    return ApiError(422, "the body does not fit the request's schema", detail=detail)
+
+
+def engine_error(err: Exception) -> ApiError | None:
+    """The status an engine error carries, or None for one that is a server fault."""
+    match err:
+        case ResumeAuthorizationError():
+            return ApiError(403, str(err))
+        case ResumeConflictError() | SessionSuspendedError():
+            return ApiError(409, str(err))
+        case ResumeValidationError():
+            return ApiError(422, str(err))
+        case TurnNotFoundError():
+            return ApiError(404, "no such turn on this session")
+        case StoreUnavailableError():
+            return ApiError(
+                503,
+                "the database is unavailable; nothing was applied, retry",
+                headers={"Retry-After": "2"},
+            )
+        case _:
+            return None
+
+
+def response(err: ApiError) -> JSONResponse:
+    body: dict[str, Any] = {"error": err.message}
+    if err.detail is not None:
+        body["detail"] = err.detail
+    return JSONResponse(body, status_code=err.status, headers=err.headers)
