@@ -40,6 +40,22 @@ from agent.seams import ModelEvent, ModelRequest, StreamRestart, TextDelta
 
 log = logging.getLogger(__name__)
 
+
+def _build_stream_snapshot_type() -> None:
+    """The SDK casts its stream's first snapshot to `ParsedMessage[ResponseFormatT]`, a pydantic
+    generic built on first use: tens of milliseconds of CPU (over 100 on a busy machine, seen by
+    the tests' loop watch), which would land on the event loop inside the first turn's first
+    stream. Built here, with the import, instead."""
+    try:
+        from anthropic.lib._parse._response import ResponseFormatT
+        from anthropic.types.parsed_message import ParsedMessage
+    except ImportError:  # a later SDK moved them: then only its first stream pays
+        return
+    _ = ParsedMessage[ResponseFormatT]
+
+
+_build_stream_snapshot_type()
+
 MISSING_KEY = (
     "ANTHROPIC_API_KEY is not set: the Anthropic model needs an API key. Set ANTHROPIC_API_KEY "
     "in the environment, or select the scripted model for offline use."
