@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import re
 import sys
 import time
 from datetime import UTC, datetime
@@ -15,6 +14,7 @@ from typing import Any
 
 from agent import Agent, ReceiptRecord, ReceiptStatus, TurnStatus, resolve_receipt
 from agent.seams import TurnKind, parked_request
+from bot.ages import age_seconds_of
 from storage import SqlStore
 
 
@@ -133,14 +133,10 @@ async def check_command(url: str, agent: Agent) -> int:
 
 
 FEEDBACK_COLUMNS = ("clicked_at", "team", "user", "session", "turn_id", "value")
-_AGE = re.compile(r"(\d+)([smhd])")
 
 
 def _age(value: str) -> float | None:
-    age = _AGE.fullmatch(value.strip())
-    if age is None:
-        return None
-    return float(int(age.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[age.group(2)])
+    return age_seconds_of(value, units="smhd")
 
 
 def age_seconds(value: str) -> float:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import re
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -26,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent import SchemaMismatchError
 from agent.seams import PruneCounts, SessionStore
+from bot.ages import age_seconds_of
 
 if TYPE_CHECKING:
     from bot.settings import Settings
@@ -33,8 +33,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_AGE = re.compile(r"([1-9][0-9]*)([mhdw])")
-_UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 DEFAULT_BATCH = 500
 
 
@@ -44,13 +42,13 @@ class AgeError(ValueError):
 
 def parse_age(value: str, *, name: str) -> float:
     """`30d` -> seconds. `name` is what the message calls it (an option or a setting)."""
-    match = _AGE.fullmatch(value.strip())
-    if match is None:
+    seconds = age_seconds_of(value, units="mhdw", positive=True)
+    if seconds is None:
         raise AgeError(
             f"{name} {value!r} is not an age: a whole number of minutes, hours, days or weeks "
             "such as 90m, 12h, 30d or 2w"
         )
-    return float(int(match.group(1)) * _UNITS[match.group(2)])
+    return seconds
 
 
 @dataclass(frozen=True, kw_only=True)
