@@ -165,6 +165,13 @@ class ReplyPart:
     def age(self) -> float:
         return self.clock() - self.opened_at
 
+    def end_unfinished_tasks(self, why: str) -> None:
+        """A turn that ended (stopped, superseded, failed) leaves calls that never ran or never
+        reported: shown as not run, never as still running in a reply that has ended."""
+        for task_id, task in list(self.content.tasks.items()):
+            if task_id != STATUS_TASK and task.get("status") in ("in_progress", "pending"):
+                self.task(task_id, task["title"], "error", f"not run: {why}")
+
     def finish_status_task(self) -> None:
         status = self.content.tasks.get(STATUS_TASK)
         if status is not None and status["status"] == "in_progress":

@@ -254,6 +254,8 @@ class SessionRenderer:
                     "turn failed",
                     extra={"session": self.key, "turn": event.turn_id, "error": event.error},
                 )
+                if view.part is not None:
+                    view.part.end_unfinished_tasks("the turn failed")
                 await self._end(view, FAILED)
             case "turn.cancelled":
                 view = await self.replies.view_for(event.turn_id)
@@ -261,6 +263,8 @@ class SessionRenderer:
                 footer = FOOTERS.get(event.reason, f"_cancelled ({event.reason})_")
                 if event.reason == STOPPED and by:
                     footer = f"_stopped by <@{by}>_"
+                if view.part is not None:  # calls of the batch that never ran
+                    view.part.end_unfinished_tasks(event.reason)
                 await self._end(view, footer if view.shown_any else None)
                 if event.reason == STOPPED:
                     # Stop ends a park too: its request loses its buttons and says who stopped.

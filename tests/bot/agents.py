@@ -216,6 +216,18 @@ LONG = [
 ]
 """A turn in a long tool call that stops early when the turn is cancelled."""
 
+LONG_THEN_LOOKUP = [
+    ScriptedReply(
+        text=["First part ", "of the answer."],
+        tool_calls=[
+            ToolCall(id="c_long", name="long_task", input={"name": "long"}),
+            ToolCall(id="c_then", name="lookup_order", input={"order_id": "42"}),
+        ],
+    ),
+    ScriptedReply(text=["Second part ", "after the long call."]),
+]
+"""`LONG` with a second call in its batch, which a stop during the first leaves unrun."""
+
 TIMED = [
     ScriptedReply(
         text="Asking for approval.",

@@ -10,7 +10,7 @@ import pytest
 
 from bot.approvals import NO_LONGER_PENDING
 from bot.inbound import session_key
-from tests.bot.agents import AGENT, GATE, LONG, REFUND, model
+from tests.bot.agents import AGENT, GATE, LONG, LONG_THEN_LOOKUP, REFUND, model
 from tests.bot.harness import approval, eventually, idle, replies
 
 CHANNEL = "C0STOP"
@@ -28,7 +28,7 @@ async def running(app, standin):
 
 
 async def test_stop_cancels_the_turn_and_the_model_is_not_called_again(db_url, launch, standin):
-    scripted = model(LONG)
+    scripted = model(LONG_THEN_LOOKUP)
     app = await launch(db_url, AGENT, scripted)
     ts = await running(app, standin)
     calls = len(scripted.requests)
@@ -50,6 +50,10 @@ async def test_stop_cancels_the_turn_and_the_model_is_not_called_again(db_url, l
     await eventually(lambda: idle(standin, CHANNEL))
     assert len(scripted.requests) == calls  # no model call after the Stop
     assert not any("Second part" in m.text for m in replies(standin, CHANNEL))
+    # The timeline settles every call: none is left running in a reply that has ended.
+    (reply,) = [m for m in replies(standin, CHANNEL) if "stopped by" in m.text]
+    steps = [line for line in reply.text.splitlines() if line[:2] in ("✓ ", "✗ ", "… ", "· ")]
+    assert steps == ["✓ Long task", "✗ Lookup order — not run: stopped"], reply.text
     session = standin.session_of(CHANNEL, ts)
     assert session is not None
     await eventually(lambda: session.status == "active")
