@@ -12,19 +12,14 @@ import json
 import time
 from typing import Any, Self
 
-import httpcore  # noqa: F401 - see _TLS
 import httpx
 from slack_sdk.signature import SignatureVerifier
 
+from bot.testing.http import local_client
 from bot.testing.standin import SlackStandIn
 
 DOMAIN = "demo"
 """The stand-in workspace's domain (`demo.slack.com`)."""
-
-_TLS = httpx.create_ssl_context()
-"""Made once, at import. httpx loads a CA bundle for every client it makes (40-100 ms on a busy
-machine) and imports httpcore with the first; a driver is made inside a test's running event
-loop, which the suite fails when it is blocked for 100 ms."""
 
 
 def sign_request(secret: str, body: str, timestamp: int | None = None) -> dict[str, str]:
@@ -59,7 +54,7 @@ class DriverCore:
         """Set for a workspace of an Enterprise Grid org: events and clicks then name it."""
         self.bot_user_id = bot_user_id
         self.api_app_id = api_app_id
-        self.http = httpx.AsyncClient(timeout=timeout, verify=_TLS)
+        self.http = local_client(timeout=timeout)
         self._ids = itertools.count(1)
         self._ts = itertools.count(1)
         self._base = int(time.time()) - 10_000

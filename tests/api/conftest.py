@@ -5,13 +5,13 @@ OpenAPI description (`tests.api.contract`)."""
 from __future__ import annotations
 
 import json
-import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import httpx
 import pytest
 
+from bot.testing.http import local_client
 from tests.api.contract import Contract
 from tests.bot.conftest import (  # noqa: F401  (fixtures, shared with the Slack tests)
     _loop_never_blocked,
@@ -47,14 +47,10 @@ API_SETTINGS: dict[str, Any] = {
 }
 
 Clients = Callable[[str], httpx.AsyncClient]
-TLS = ssl.create_default_context()
-"""Made once, at import: an `httpx.AsyncClient` makes its own otherwise, loading the CA bundle
-on the test's loop (around 100 ms, which the loop watch rightly reports). Nothing here uses
-TLS; the clients share it only so that none loads it."""
 
 
 def client(base_url: str, **options: Any) -> httpx.AsyncClient:
-    return httpx.AsyncClient(base_url=base_url, verify=TLS, **options)
+    return local_client(base_url=base_url, **options)
 
 
 @pytest.fixture

@@ -23,6 +23,7 @@ from bot.cli import main
 from bot.inbound import session_key
 from bot.listeners import ACKS_IN_FLIGHT
 from bot.testing import SlackDriver
+from bot.testing.http import local_client
 from storage import SqlStore
 from storage.delivery.store import DeliveryStore
 from tests.bot.agents import AGENT, SIMPLE, model
@@ -209,7 +210,7 @@ async def test_bot_serve_runs_web_concurrency_processes_on_one_port(db_url, stan
             if proc.returncode is not None:
                 pytest.fail(f"bot serve exited {proc.returncode}:\n{log.read_text()}")
             # A fresh connection each time: either process may accept it.
-            async with httpx.AsyncClient() as http:
+            async with local_client() as http:
                 with contextlib.suppress(httpx.TransportError):
                     owners.add((await http.get(f"{base}/healthz")).json()["owner"])
             return len(owners) == 2

@@ -31,6 +31,7 @@ from agent import (
     tool,
 )
 from bot.asgi_server import BackgroundServer
+from bot.testing.http import local_client
 from tests.support import children
 from tests.support.confirmations import approve_pending, turn_and_approve
 from tests.support.effect_fixtures import fan_agent, fan_model
@@ -107,10 +108,8 @@ async def test_fan7_steps_1_to_3(sql_store: Any, inventory: Any) -> None:
 
 
 async def test_service_itself_refuses_a_changed_payload_under_a_key(inventory: Any) -> None:
-    import httpx
-
     service, url = inventory
-    async with httpx.AsyncClient(base_url=url) as client:
+    async with local_client(base_url=url) as client:
         ok = await client.post(
             "/reservations",
             json={"sku": "FILTER-A", "quantity": 2},

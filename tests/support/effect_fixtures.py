@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
 from sqlalchemy import Connection, text
 
 from agent import (
@@ -22,6 +21,7 @@ from agent import (
     ToolContext,
     tool,
 )
+from bot.testing.http import local_client
 from tests.support.engine_fixtures import record_run
 
 
@@ -40,7 +40,7 @@ def reserve_tool(service_url: str, *, timeout: float = 0.3, reconcile: bool = Fa
 
         async def call(authority: EffectAuthority) -> Any:
             record_run("reserve:call")
-            async with httpx.AsyncClient(base_url=service_url, timeout=timeout) as client:
+            async with local_client(base_url=service_url, timeout=timeout) as client:
                 response = await client.post(
                     "/reservations",
                     json=payload,
@@ -53,7 +53,7 @@ def reserve_tool(service_url: str, *, timeout: float = 0.3, reconcile: bool = Fa
 
         async def lookup(authority: EffectAuthority) -> Any:
             record_run("reserve:lookup")
-            async with httpx.AsyncClient(base_url=service_url, timeout=5) as client:
+            async with local_client(base_url=service_url, timeout=5) as client:
                 response = await client.get(f"/receipts/{authority.idempotency_key}")
             if response.status_code == 404:
                 raise EffectNotAppliedError("the service has no record of this key")
