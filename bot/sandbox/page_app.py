@@ -15,6 +15,8 @@ from importlib import resources
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
@@ -49,6 +51,10 @@ class SandboxPage:
         self.dismissed: set[str] = set()
         self.page = resources.files("bot.sandbox").joinpath("page.html").read_text("utf-8")
         self.app = Starlette(
+            # A page on 127.0.0.1 only: a rebinding DNS name pointing here is refused (400).
+            middleware=[
+                Middleware(TrustedHostMiddleware, allowed_hosts=["127.0.0.1", "localhost"])
+            ],
             routes=[
                 Route("/", self._index, methods=["GET"]),
                 Route("/api/people", self._people, methods=["GET"]),
@@ -61,7 +67,7 @@ class SandboxPage:
                 Route("/api/home/click", self._action(self._home_click), methods=["POST"]),
                 Route("/api/modal/submit", self._action(self._submit), methods=["POST"]),
                 Route("/api/modal/close", self._action(self._close), methods=["POST"]),
-            ]
+            ],
         )
 
     # reading -------------------------------------------------------------------------------
@@ -91,11 +97,16 @@ class SandboxPage:
 
     def _action(self, handler: Any) -> Any:
         async def endpoint(request: Request) -> Response:
+            # JSON only: a cross-site form (text/plain, no preflight) cannot act as anyone.
+            if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+                return JSONResponse({"error": "send application/json"}, status_code=415)
             try:
                 body = json.loads(await request.body())
                 if not isinstance(body, dict):
                     raise BadInput("the body is a JSON object")
                 return JSONResponse(await handler(body))
+            except UnicodeDecodeError:
+                return JSONResponse({"error": "the body is not UTF-8"}, status_code=400)
             except json.JSONDecodeError:
                 return JSONResponse({"error": "the body is not JSON"}, status_code=400)
             except BadInput as err:

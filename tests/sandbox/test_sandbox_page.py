@@ -146,7 +146,16 @@ def test_the_page_refuses_what_slack_would_not_send(sandbox_url: str) -> None:
     """Bad input is a 4xx naming what is wrong; a button the stand-in does not hold is a 404;
     nothing reaches the bot."""
     with httpx.Client(base_url=sandbox_url, timeout=30) as http:
-        assert http.post("/api/say", content=b"not json").status_code == 400
+        junk = {"Content-Type": "application/json"}
+        assert http.post("/api/say", content=b"not json", headers=junk).status_code == 400
+        assert http.post("/api/say", content=b"\xff", headers=junk).status_code == 400
+        form = {"Content-Type": "text/plain"}
+        body = b'{"as": "U0ALICE", "channel": "C0DEMO", "text": "hi"}'
+        assert http.post("/api/say", content=body, headers=form).status_code == 415
+        elsewhere = {"Host": "sandbox.example.com"}
+        assert (
+            http.get("/api/state", params={"as": "U0ALICE"}, headers=elsewhere).status_code == 400
+        )
         unknown = http.post("/api/say", json={"as": "U0MALLORY", "channel": "C0DEMO", "text": "hi"})
         assert unknown.status_code == 400
         assert "unknown person" in unknown.json()["error"]
