@@ -108,6 +108,13 @@ def test_a_person_clicks_through_the_bot_in_a_browser(
     expect(page.locator("#session-status")).to_have_text("active")
     steps.shot("approved")
 
+    # A follow-up in the thread: the scripted model echoes what it has no script for.
+    page.fill("#reply-text", "thanks, that's all")
+    page.click("#reply button[type=submit]")
+    expect(thread).to_contain_text("You wrote: “thanks, that's all”.")
+    expect(page.locator("#session-status")).to_have_text("active")
+    steps.shot("follow-up")
+
     # A second thread: the carrier is slow; alice stops it.
     say(page, TRACKING)
     expect(thread).to_contain_text("Let me ask the carrier")
@@ -139,6 +146,18 @@ def test_a_person_clicks_through_the_bot_in_a_browser(
         f"no refund on order 7; the replacement mug still ships. You said: “{REASON}”"
     )
     steps.shot("denied")
+
+    # carol asks too, and approves from her Home tab: the click takes the thread click's path.
+    speak_as(page, "U0CAROL")
+    say(page, "refund order 5, it arrived cracked")
+    expect(thread.locator(f'[data-action-id="{APPROVE}"]')).to_be_visible()
+    page.click("#nav-home")
+    expect(home).to_contain_text("Approve a $18.50 refund on order 5?")
+    click_approve(page, home)
+    expect(home).to_contain_text("Nothing is waiting for your answer.")
+    expect(thread).to_contain_text("$18.50 was refunded on order 5.")
+    expect(thread).to_contain_text("Approved by @carol")
+    steps.shot("approved-from-home")
     assert len(list(screenshots.glob("*.png"))) == steps.n
 
 
