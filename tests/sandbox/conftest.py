@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 
+from tests.support.sandbox_artifacts import ROOT, artifacts_dir
 from tests.support.service_policy import service_unavailable
 
-ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM_FLAGS = [
     "--headless",
     "--no-sandbox",  # as root on CI machines
@@ -38,11 +38,6 @@ CHROMIUM_FLAGS = [
     "--disable-sync",
 ]
 STARTUP_SECONDS = 90.0
-_used_artifacts: list[Path] = []
-
-
-def artifacts_dir() -> Path:
-    return Path(os.environ.get("BOT_SANDBOX_ARTIFACTS") or ROOT / "artifacts" / "sandbox")
 
 
 @pytest.fixture(scope="module")
@@ -52,13 +47,7 @@ def screenshots() -> Path:
     where.mkdir(parents=True, exist_ok=True)
     for old in where.glob("*.png"):
         old.unlink()
-    _used_artifacts.append(where)
     return where
-
-
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    for where in dict.fromkeys(_used_artifacts):
-        terminalreporter.write_line(f"sandbox screenshots: {where}")
 
 
 @pytest.fixture(scope="module")
