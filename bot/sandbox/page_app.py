@@ -11,6 +11,7 @@ stand-in does not hold is a 404 (the page never makes one up).
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from importlib import resources
 from typing import Any
 
@@ -24,7 +25,10 @@ from starlette.routing import Route
 from bot.deny_reason import REASON_ACTION, REASON_BLOCK
 from bot.sandbox.state import Channel, Person, snapshot
 from bot.testing import SlackDriver, SlackStandIn
+from bot.testing.workspace import Message
 
+Action = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+"""One of the person's actions: the request's JSON object in, the answer's out."""
 MAX_TEXT = 40_000
 """Slack's own limit on a message's text."""
 
@@ -95,20 +99,21 @@ class SandboxPage:
 
     # acting --------------------------------------------------------------------------------
 
-    def _action(self, handler: Any) -> Any:
+    def _action(self, handler: Action) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
             # JSON only: a cross-site form (text/plain, no preflight) cannot act as anyone.
             if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
                 return JSONResponse({"error": "send application/json"}, status_code=415)
             try:
                 body = json.loads(await request.body())
-                if not isinstance(body, dict):
-                    raise BadInput("the body is a JSON object")
-                return JSONResponse(await handler(body))
             except UnicodeDecodeError:
                 return JSONResponse({"error": "the body is not UTF-8"}, status_code=400)
             except json.JSONDecodeError:
                 return JSONResponse({"error": "the body is not JSON"}, status_code=400)
+            try:
+                if not isinstance(body, dict):
+                    raise BadInput("the body is a JSON object")
+                return JSONResponse(await handler(body))
             except BadInput as err:
                 return JSONResponse({"error": str(err)}, status_code=err.status)
 
@@ -147,7 +152,7 @@ class SandboxPage:
         ts = await self.driver.reply(user, text, channel=channel, thread_ts=thread)
         return {"ts": ts, "thread_ts": thread}
 
-    def _held(self, channel: str, ts: str) -> Any:
+    def _held(self, channel: str, ts: str) -> Message:
         message = self.standin.find(channel, ts)
         if message is None:
             raise BadInput("no such message", 404)
@@ -162,7 +167,7 @@ class SandboxPage:
             button,
             channel=channel,
             message_ts=message.ts,
-            thread_ts=message.thread_ts or message.ts,
+            thread_ts=message.thread_ts,
         )
         return {"status": response.status_code}
 
