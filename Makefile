@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench install clean lock
+.PHONY: demo sandbox test lint bench install clean lock
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,6 +16,12 @@ install: $(VENV)/.installed
 
 demo: install
 	$(BIN)/bot demo
+
+# The offline Slack path behind a local web page (http://127.0.0.1:3100/); SANDBOX_PORT to move it.
+SANDBOX_PORT ?= 3100
+
+sandbox: install
+	$(BIN)/bot sandbox --port $(SANDBOX_PORT)
 
 lint: install
 	$(BIN)/ruff check .
@@ -41,4 +47,4 @@ bench: install
 	$(BIN)/python -m bench
 
 clean:
-	rm -rf $(VENV) data .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) data artifacts .pytest_cache .mypy_cache .ruff_cache

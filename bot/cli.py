@@ -30,6 +30,10 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--engine", action="store_true", help="the engine-only demo (one turn, events printed)"
     )
+    sandbox = sub.add_parser(
+        "sandbox", help="offline web page: a Slack thread view over the stand-in (no token)"
+    )
+    sandbox.add_argument("--port", type=int, default=3100, help="on 127.0.0.1 (0: any free one)")
     db = sub.add_parser("db", help="database schema")
     db_sub = db.add_subparsers(dest="db_command", required=True)
     upgrade = db_sub.add_parser("upgrade", help="apply migrations up to this code's schema")
@@ -76,6 +80,7 @@ def _main(args: argparse.Namespace, settings: Settings, url: str) -> int:
 
     quiet = args.command in (
         "demo",
+        "sandbox",
         "db",
         "receipts",
         "check",
@@ -94,6 +99,10 @@ def _main(args: argparse.Namespace, settings: Settings, url: str) -> int:
         if args.engine:
             return asyncio.run(run_engine_demo(url))
         return asyncio.run(run_slack_demo(args.database_url))
+    if args.command == "sandbox":
+        from bot.sandbox.run import run_sandbox
+
+        return asyncio.run(run_sandbox(args.port))
     if args.command == "db":
         from storage import current_revision, upgrade_database
 

@@ -20,7 +20,9 @@ from __future__ import annotations
 import asyncio
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, assert_never
 
@@ -29,6 +31,7 @@ from sqlalchemy import Connection, text
 
 from agent import (
     Agent,
+    Model,
     Runtime,
     ScriptedModel,
     ScriptedReply,
@@ -76,7 +79,7 @@ async def issue_refund(order_id: str, amount: float, ctx: ToolContext) -> dict[s
         schema={"type": "boolean"},
     )
     if approved is not True:
-        return {"refunded": False}
+        return {"refunded": False, "reason": ctx.answer_reason("approve-refund")}
     return {"refunded": True, "order_id": order_id, "amount": amount}
 
 
@@ -202,32 +205,48 @@ def _approval(standin: SlackStandIn) -> Message | None:
     return None
 
 
+@dataclass(frozen=True, kw_only=True)
+class OfflineSlack:
+    """The whole Slack path, offline: the stand-in playing Slack's Web API, the bot served over
+    HTTP by uvicorn, and a driver playing Slack's side (signed events and clicks)."""
+
+    standin: SlackStandIn
+    bot: SlackBot
+    driver: SlackDriver
+
+
+@asynccontextmanager
+async def offline_slack(database_url: str, model: Model) -> AsyncIterator[OfflineSlack]:
+    """The demo agent behind the stand-in on `database_url` (migrated here), answered by
+    `model`; `bot demo` and `bot sandbox` both run on it, so the sandbox is the demo's Slack."""
+    await upgrade_database(database_url)
+    async with SlackStandIn() as standin:
+        settings = Settings(
+            DATABASE_URL=database_url,
+            SLACK_BOT_TOKEN=SecretStr("xoxb-offline-demo"),
+            SLACK_SIGNING_SECRET=SecretStr(SECRET),
+            SLACK_API_URL=standin.api_url,
+        )
+        bot = await open_bot(
+            settings,
+            agent=DEMO_AGENT,
+            model=model,
+            render_settings=RenderSettings(flush_interval=0.2, poll_interval=0.2),
+        )
+        server = await BackgroundServer(bot.http_app()).start()
+        try:
+            async with SlackDriver(server.url, SECRET, standin=standin) as slack:
+                yield OfflineSlack(standin=standin, bot=bot, driver=slack)
+        finally:
+            await server.stop()
+
+
 async def run_slack_demo(database_url: str | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         url = database_url or f"sqlite+aiosqlite:///{Path(tmp) / 'demo.db'}"
-        await upgrade_database(url)
-        async with SlackStandIn() as standin:
-            settings = Settings(
-                DATABASE_URL=url,
-                SLACK_BOT_TOKEN=SecretStr("xoxb-offline-demo"),
-                SLACK_SIGNING_SECRET=SecretStr(SECRET),
-                SLACK_API_URL=standin.api_url,
-            )
-            model = ScriptedModel(
-                DEMO_SCRIPT, by_opening={TRACKING: TRACK_SCRIPT}, delta_delay=0.05
-            )
-            bot = await open_bot(
-                settings,
-                agent=DEMO_AGENT,
-                model=model,
-                render_settings=RenderSettings(flush_interval=0.2, poll_interval=0.2),
-            )
-            server = await BackgroundServer(bot.http_app()).start()
-            try:
-                async with SlackDriver(server.url, SECRET, standin=standin) as slack:
-                    return await _story(bot, standin, slack)
-            finally:
-                await server.stop()
+        model = ScriptedModel(DEMO_SCRIPT, by_opening={TRACKING: TRACK_SCRIPT}, delta_delay=0.05)
+        async with offline_slack(url, model) as offline:
+            return await _story(offline.bot, offline.standin, offline.driver)
 
 
 async def _story(bot: SlackBot, standin: SlackStandIn, slack: SlackDriver) -> int:

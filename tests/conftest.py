@@ -43,10 +43,12 @@ pytest_plugins = (
     "tests.support.anthropic_fixtures",
     "tests.support.redis_fixtures",
     "tests.support.private_services",
+    "tests.support.sandbox_artifacts",
 )
 """`loop_watch`: fails a test that blocks its event loop; autouse in `integration` and `bot`.
 `redis_fixtures`: the shared Redis (`redis_url`) and a namespace per test (`redis_prefix`).
-`private_services`: `private_postgres` / `private_redis`, servers a test may restart."""
+`private_services`: `private_postgres` / `private_redis`, servers a test may restart.
+`sandbox_artifacts`: where the sandbox page's screenshots go, named in the run's summary."""
 
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 POSTGRES_FIXTURES = frozenset({"postgres_url", "postgres_database"})

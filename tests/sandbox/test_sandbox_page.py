@@ -1,0 +1,216 @@
+"""The sandbox page in a real browser, against a real `bot sandbox` process: a person types as
+one of the demo users, watches the reply stream with its tool timeline, answers the approval
+(refused for someone not allowed), stops a long tool call, denies with a reason and opens the
+Home inbox; every click is a signed Slack request the bot decides, and the page shows what the
+stand-in then holds. One screenshot per step (see conftest)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from bot.approvals import APPROVE, DENY
+
+pytestmark = [pytest.mark.long, pytest.mark.timeout(300)]
+
+WAIT_MS = 45_000
+"""Generous: the machine may be busy; every wait is on a condition, never a fixed time."""
+OPENING = "order 42 arrived broken, can you sort it out?"
+TRACKING = "where is the replacement for order 42?"
+DENIED = "order 7 arrived broken, please refund it"
+REASON = "the customer already got a voucher"
+
+RECORD_STREAM = """() => {
+  window.streamed = [];
+  new MutationObserver(() => {
+    for (const m of document.querySelectorAll('#thread-body .msg[data-streaming="true"] .text')) {
+      const text = m.innerText.trim();
+      if (text && window.streamed[window.streamed.length - 1] !== text) window.streamed.push(text);
+    }
+  }).observe(document.body, {subtree: true, childList: true, characterData: true});
+}"""
+"""Every text a streaming reply showed, as the page drew it."""
+
+
+class Steps:
+    def __init__(self, page: Any, where: Path) -> None:
+        self.page, self.where, self.n = page, where, 0
+
+    def shot(self, name: str) -> None:
+        self.n += 1
+        self.page.screenshot(path=str(self.where / f"{self.n:02d}-{name}.png"), full_page=True)
+
+
+def test_a_person_clicks_through_the_bot_in_a_browser(
+    page: Any, sandbox_url: str, screenshots: Path
+) -> None:
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=WAIT_MS)
+    steps = Steps(page, screenshots)
+    page.goto(sandbox_url + "/")
+    expect(page.locator("#as")).to_have_value("U0ALICE")
+    thread = page.locator("#thread-body")
+
+    # alice asks; the reply streams into a thread with its tool timeline, then the approval.
+    page.evaluate(RECORD_STREAM)
+    say(page, OPENING)
+    expect(thread.locator('.msg[data-streaming="true"]')).to_be_visible()
+    steps.shot("reply-streaming")
+    approval = thread.locator(".msg").filter(has=page.locator(f'[data-action-id="{APPROVE}"]'))
+    expect(approval).to_contain_text("Approve a $18.50 refund on order 42?")
+    approval = thread.locator(f'.msg[data-ts="{approval.get_attribute("data-ts")}"]')
+    reply = thread.locator('.msg[data-bot="true"]').first
+    expect(reply.locator(".task", has_text="Lookup order")).to_have_attribute(
+        "data-status", "complete"
+    )
+    expect(reply.locator(".task", has_text="Issue refund")).to_contain_text("waiting for approval")
+    expect(page.locator("#session-status")).to_have_text("suspended")
+    final_text = reply.locator(".text").first.inner_text().strip()
+    streamed = page.evaluate("window.streamed")
+    assert len(streamed) >= 2, f"the reply never showed growing: {streamed}"
+    assert all(final_text.startswith(s.rstrip("…").strip()) for s in streamed), streamed
+    assert len(streamed[0]) < len(final_text), streamed
+    steps.shot("approval")
+
+    # The Home inbox lists it for alice (who may answer), and nothing for bob.
+    page.click("#nav-home")
+    home = page.locator("#home-body")
+    expect(home).to_contain_text("Approve a $18.50 refund on order 42?")
+    expect(home.locator(f'[data-action-id="{APPROVE}"]')).to_be_visible()
+    steps.shot("home-alice")
+    speak_as(page, "U0BOB")
+    expect(home).to_contain_text("Nothing is waiting for your answer.")
+    expect(home.locator(f'[data-action-id="{APPROVE}"]')).to_have_count(0)
+    steps.shot("home-bob")
+
+    # bob clicks Approve in the thread: refused, told only to him, nothing applied.
+    page.click('[data-nav="channel"][data-channel="C0DEMO"]')
+    click_approve(page, approval)
+    refusal = thread.locator(".msg.ephemeral")
+    expect(refusal).to_contain_text("You can't answer this request")
+    expect(refusal).to_contain_text("Only visible to you")
+    steps.shot("refused-for-bob")
+    expect(approval.locator(f'[data-action-id="{APPROVE}"]')).to_be_visible()
+    expect(page.locator("#session-status")).to_have_text("suspended")
+    expect(thread).not_to_contain_text("Approved by")
+    speak_as(page, "U0ALICE")
+    expect(thread.locator(".msg.ephemeral")).to_have_count(0)
+
+    # alice approves: the final reply.
+    click_approve(page, approval)
+    expect(thread).to_contain_text("$18.50 was refunded on order 42.")
+    expect(approval).to_contain_text("Approved by @alice")
+    expect(approval.locator(f'[data-action-id="{APPROVE}"]')).to_have_count(0)
+    expect(page.locator("#session-status")).to_have_text("active")
+    steps.shot("approved")
+
+    # A follow-up in the thread: the scripted model echoes what it has no script for.
+    page.fill("#reply-text", "thanks, that's all")
+    page.click("#reply button[type=submit]")
+    expect(thread).to_contain_text("You wrote: “thanks, that's all”.")
+    expect(page.locator("#session-status")).to_have_text("active")
+    steps.shot("follow-up")
+
+    # A second thread: the carrier is slow; alice stops it.
+    say(page, TRACKING)
+    expect(thread).to_contain_text("Let me ask the carrier")
+    expect(thread.locator(".task", has_text="Track shipment")).to_have_attribute(
+        "data-status", "in_progress"
+    )
+    expect(page.locator("#stop")).to_be_visible()
+    steps.shot("long-tool-running")
+    page.click("#stop")
+    expect(thread).to_contain_text("stopped by @alice")
+    expect(page.locator("#session-status")).to_have_text("active")
+    expect(page.locator("#stop")).to_have_count(0)
+    steps.shot("stopped")
+
+    # A third: alice denies the refund with a reason; the request and the reply show it.
+    say(page, DENIED)
+    approval = thread.locator(".msg").filter(has=page.locator(f'[data-action-id="{DENY}"]'))
+    expect(approval).to_contain_text("refund on order 7?")
+    approval = thread.locator(f'.msg[data-ts="{approval.get_attribute("data-ts")}"]')
+    approval.locator(f'[data-action-id="{DENY}"]').click()
+    modal = page.get_by_role("dialog", name="Deny this request")
+    expect(modal).to_be_visible()
+    modal.locator("textarea").fill(REASON)
+    steps.shot("deny-reason")
+    page.click("#modal-submit")
+    expect(modal).to_have_count(0)
+    expect(approval).to_contain_text(f"Denied by @alice: {REASON}")
+    expect(thread).to_contain_text(
+        f"no refund on order 7; the replacement mug still ships. You said: “{REASON}”"
+    )
+    steps.shot("denied")
+
+    # carol asks too, and approves from her Home tab: the click takes the thread click's path.
+    speak_as(page, "U0CAROL")
+    say(page, "refund order 5, it arrived cracked")
+    expect(thread.locator(f'[data-action-id="{APPROVE}"]')).to_be_visible()
+    page.click("#nav-home")
+    expect(home).to_contain_text("Approve a $18.50 refund on order 5?")
+    click_approve(page, home)
+    expect(home).to_contain_text("Nothing is waiting for your answer.")
+    expect(thread).to_contain_text("$18.50 was refunded on order 5.")
+    expect(thread).to_contain_text("Approved by @carol")
+    steps.shot("approved-from-home")
+    assert len(list(screenshots.glob("*.png"))) == steps.n
+
+
+def test_the_page_refuses_what_slack_would_not_send(sandbox_url: str) -> None:
+    """Bad input is a 4xx naming what is wrong; a button the stand-in does not hold is a 404;
+    nothing reaches the bot."""
+    with httpx.Client(base_url=sandbox_url, timeout=30) as http:
+        junk = {"Content-Type": "application/json"}
+        assert http.post("/api/say", content=b"not json", headers=junk).status_code == 400
+        assert http.post("/api/say", content=b"\xff", headers=junk).status_code == 400
+        form = {"Content-Type": "text/plain"}
+        body = b'{"as": "U0ALICE", "channel": "C0DEMO", "text": "hi"}'
+        assert http.post("/api/say", content=body, headers=form).status_code == 415
+        elsewhere = {"Host": "sandbox.example.com"}
+        assert (
+            http.get("/api/state", params={"as": "U0ALICE"}, headers=elsewhere).status_code == 400
+        )
+        unknown = http.post("/api/say", json={"as": "U0MALLORY", "channel": "C0DEMO", "text": "hi"})
+        assert unknown.status_code == 400
+        assert "unknown person" in unknown.json()["error"]
+        empty = http.post("/api/say", json={"as": "U0ALICE", "channel": "C0DEMO", "text": " "})
+        assert empty.status_code == 400
+        nowhere = http.post("/api/say", json={"as": "U0ALICE", "channel": "C0NOPE", "text": "hi"})
+        assert nowhere.status_code == 400
+        made_up = http.post(
+            "/api/click",
+            json={
+                "as": "U0BOB",
+                "channel": "C0DEMO",
+                "message_ts": "1.000001",
+                "action_id": APPROVE,
+            },
+        )
+        assert made_up.status_code == 404
+        state = http.get("/api/state", params={"as": "U0ALICE"}).json()
+        said = [m["text"] for c in state["channels"] for m in c["messages"]]
+        assert not any(text.endswith(" hi") for text in said)
+
+
+def say(page: Any, text: str) -> None:
+    """Type a message in the channel's composer and send it (it opens the new thread)."""
+    page.click('[data-nav="channel"][data-channel="C0DEMO"]')
+    page.fill("#say-text", text)
+    page.press("#say-text", "Enter")
+
+
+def speak_as(page: Any, user: str) -> None:
+    page.select_option("#as", user)
+
+
+def click_approve(page: Any, approval: Any) -> None:
+    """Approve asks first (the button's `confirm` dialog), as Slack does."""
+    approval.locator(f'[data-action-id="{APPROVE}"]').click()
+    page.get_by_role("dialog", name="Approve this request?").get_by_role(
+        "button", name="Approve"
+    ).click()
