@@ -82,6 +82,33 @@ class TeamInstallationStore(AsyncSQLAlchemyInstallationStore):
             row = (await conn.execute(query)).mappings().first()
         return None if row is None else SQLAlchemyInstallationStore.build_bot_entity(row)
 
+    async def async_delete_bot_tokens(self, *, team_id: str, enterprise_id: str | None) -> None:
+        """The workspace's bot token was revoked: its bot rows go (as slack-sdk's `delete_bot`
+        does) and its installation rows lose their bot token too, so no copy of a dead token
+        is kept; a user token granted with it stays (`tokens_revoked` names those apart)."""
+        b, i = self.bots.c, self.installations.c
+        async with self.engine.begin() as conn:
+            await conn.execute(
+                self.bots.delete().where(
+                    and_(
+                        b.client_id == self.client_id,
+                        b.team_id == team_id,
+                        b.enterprise_id == enterprise_id,
+                    )
+                )
+            )
+            await conn.execute(
+                self.installations.update()
+                .where(
+                    and_(
+                        i.client_id == self.client_id,
+                        i.team_id == team_id,
+                        i.enterprise_id == enterprise_id,
+                    )
+                )
+                .values(bot_token=None, bot_refresh_token=None, bot_scopes=None)
+            )
+
 
 class InstallationStores:
     """The two stores on one engine, opened and closed together."""
