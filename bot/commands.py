@@ -118,7 +118,7 @@ async def clock(settings: Settings) -> int:
             agent=bot.agent,
             delivery=bot.delivery,
             renderers=bot.renderers,
-            team=await _clock_team(bot, settings),
+            team=await clock_team(bot, settings),
             grace=settings.cron_grace,
             retention=Retention.from_settings(settings),
         )
@@ -131,7 +131,7 @@ async def clock(settings: Settings) -> int:
     return 0
 
 
-async def _clock_team(bot: SlackBot, settings: Settings) -> str | None:
+async def clock_team(bot: SlackBot, settings: Settings) -> str | None:
     """The workspace the schedules post in: the bot token's (`auth.test`), or with installs in
     many workspaces `SLACK_CLOCK_TEAM` (None: no schedule fires; requests still expire)."""
     if settings.oauth:
