@@ -25,8 +25,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from slack_bolt.authorization.async_authorize import AsyncInstallationStoreAuthorize
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_bolt.oauth.async_oauth_settings import AsyncOAuthSettings
+from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import Agent, Runtime
 from bot.inbound import is_slack_id
@@ -59,6 +61,25 @@ def oauth_settings(settings: Settings, stores: InstallationStores) -> AsyncOAuth
         installation_store_bot_only=True,
         state_store=stores.states,
         logger=logging.getLogger("slack_bolt.oauth"),
+    )
+
+
+def authorize(
+    settings: Settings, stores: InstallationStores, client: AsyncWebClient
+) -> AsyncInstallationStoreAuthorize:
+    """What Bolt would build from `oauth_settings`, with its cache on: each event still reads
+    the workspace's bot token from the store (so a deleted one stops authorizing at once), but
+    Bolt's `auth.test` of that token is made once per token, not once per event on the ack's
+    path."""
+    secret = settings.slack_client_secret
+    return AsyncInstallationStoreAuthorize(
+        logger=logging.getLogger("slack_bolt.authorize"),
+        installation_store=stores.installations,
+        client_id=settings.slack_client_id,
+        client_secret=secret.get_secret_value() if secret else None,
+        bot_only=True,
+        cache_enabled=True,
+        client=client,
     )
 
 

@@ -30,7 +30,7 @@ from bot.testing.http import local_client
 from storage.installations.schema import INSTALLATION_TABLES, slack_bots, slack_oauth_states
 from storage.installations.schema import slack_installations as installs
 from storage.sql.dialects import dialect_for
-from tests.bot.agents import AGENT, LONG, REFUND, SIMPLE, model
+from tests.bot.agents import AGENT, GATE, LONG, REFUND, SIMPLE, model
 from tests.bot.harness import SECRET, Running, approval, buttons, eventually, replies
 
 CLIENT_ID = "1111.2222"
@@ -315,6 +315,7 @@ async def test_the_same_ids_in_two_workspaces_are_two_people_and_two_conversatio
 async def test_an_uninstall_deletes_the_tokens_and_stops_the_workspaces_work(
     oauth_db: str, launch: Launch, workspaces: SlackStandIn, browser: httpx.AsyncClient
 ) -> None:
+    GATE.clear()  # the long call's gate is this test's (an Event binds to its loop)
     app = await launch(oauth_db, AGENT, model(LONG), **OAUTH)
     await install(browser, app, "T0AAA")
     await install(browser, app, "T0BBB")
@@ -323,6 +324,7 @@ async def test_an_uninstall_deletes_the_tokens_and_stops_the_workspaces_work(
         ts = await ours.mention("U0ALICE", "do the long task", channel="C0AAA")
         key = session_key("T0AAA", "C0AAA", ts)
         await eventually(lambda: replies(workspaces, "C0AAA"), within=30)
+        await eventually(lambda: "long" in GATE, within=30)  # the turn is in its long call
 
         workspaces.oauth.revoke("T0AAA")  # Slack kills the tokens, then tells the app
         response = await ours.post_event({"type": "app_uninstalled"})
@@ -416,3 +418,13 @@ async def test_the_clock_and_the_home_tab_speak_for_their_own_workspace(
     [published] = workspaces.calls_to("views.publish")
     assert published.team == "T0BBB"
     assert published.response["ok"] is True
+
+
+async def test_with_one_bot_token_there_is_no_install_flow(
+    db_url: str, launch: Launch, standin: SlackStandIn, browser: httpx.AsyncClient
+) -> None:
+    """`SLACK_BOT_TOKEN` (the default way) serves one workspace: the install paths do not exist."""
+    app = await launch(db_url, AGENT, model(SIMPLE))
+    for path in ("/slack/install", "/slack/oauth_redirect?code=c&state=s"):
+        assert (await browser.get(f"{app.server.url}{path}")).status_code == 404
+    assert standin.calls_to("oauth.v2.access") == []
