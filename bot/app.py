@@ -44,7 +44,7 @@ from bot.feedback import FeedbackHandler
 from bot.heap import freeze_startup_heap
 from bot.home import HomeTab
 from bot.listeners import ACKS_IN_FLIGHT, Listeners
-from bot.oauth import INSTALL_PATH, REDIRECT_PATH, Uninstalls, authorize, oauth_settings
+from bot.oauth import INSTALL_PATH, REDIRECT_PATH, Uninstalls, authorize, install_flow
 from bot.payload_shape import problem as payload_problem
 from bot.rendering import RenderSettings
 from bot.rendering.pool import RendererPool
@@ -162,9 +162,9 @@ class SlackBot:
             # Socket Mode traffic needs no signature. Checking twice only costs ack time.
             request_verification_enabled=False,
             logger=logging.getLogger("slack_bolt"),
-            oauth_settings=None
+            oauth_flow=None
             if installations is None
-            else oauth_settings(settings, installations),
+            else install_flow(settings, installations, client),
             # Bolt takes an `AsyncAuthorize` here too (it uses one as it is); its hint names
             # only plain functions.
             authorize=None if installations is None else authorize(settings, installations, client),  # type: ignore[arg-type]

@@ -27,7 +27,9 @@ from typing import Any
 
 from slack_bolt.authorization.async_authorize import AsyncInstallationStoreAuthorize
 from slack_bolt.context.async_context import AsyncBoltContext
+from slack_bolt.oauth.async_oauth_flow import AsyncOAuthFlow
 from slack_bolt.oauth.async_oauth_settings import AsyncOAuthSettings
+from slack_sdk.oauth.installation_store.models.installation import Installation
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import Agent, Runtime
@@ -61,6 +63,33 @@ def oauth_settings(settings: Settings, stores: InstallationStores) -> AsyncOAuth
         installation_store_bot_only=True,
         state_store=stores.states,
         logger=logging.getLogger("slack_bolt.oauth"),
+    )
+
+
+class WorkspaceInstallFlow(AsyncOAuthFlow):
+    """Bolt's flow, refusing an org-wide (Enterprise Grid) install: its tokens name no team,
+    and this bot finds a workspace's token by team (`bot.slack_clients`), so every turn there
+    would be queued and never shown. The manifest does not offer one (`org_deploy_enabled:
+    false`); an app set up otherwise gets Bolt's failure page (4xx) and nothing is stored."""
+
+    async def run_installation(self, code: str) -> Installation | None:
+        installation = await super().run_installation(code)
+        if installation is not None and installation.is_enterprise_install:
+            log.warning(
+                "an org-wide install was refused: this bot is installed per workspace",
+                extra={"enterprise": installation.enterprise_id},
+            )
+            return None
+        return installation
+
+
+def install_flow(
+    settings: Settings, stores: InstallationStores, client: AsyncWebClient
+) -> WorkspaceInstallFlow:
+    return WorkspaceInstallFlow(
+        client=client,
+        logger=logging.getLogger("slack_bolt.oauth"),
+        settings=oauth_settings(settings, stores),
     )
 
 

@@ -59,6 +59,7 @@ class Grant:
     user: str
     scopes: str
     redirect_uri: str | None
+    org_wide: bool = False
 
 
 @dataclass
@@ -118,9 +119,10 @@ class OAuthWorkspaces:
         )
         return found
 
-    def approve(self, authorize_url: str, *, team: str, user: str) -> str:
+    def approve(self, authorize_url: str, *, team: str, user: str, org_wide: bool = False) -> str:
         """A person of `team` clicks Allow on Slack's authorize page: the one-time code Slack
-        puts in the redirect. The page itself refuses an app or a scope list it does not know
+        puts in the redirect; `org_wide`: an Enterprise Grid admin installs it for the whole
+        org (the team's) instead. The page itself refuses an app or a scope list it does not know
         (raised here: in Slack the person sees an error page, and no code exists)."""
         query = {k: v[0] for k, v in parse_qs(urlsplit(authorize_url).query).items()}
         if query.get("client_id") != self.client_id:
@@ -129,6 +131,8 @@ class OAuthWorkspaces:
             raise ValueError("the authorize page asks for no bot scope")
         if team not in self.teams:
             raise ValueError(f"no workspace {team} in the stand-in")
+        if org_wide and not self.teams[team].enterprise_id:
+            raise ValueError(f"{team} is in no Enterprise Grid org")
         code = f"{team}.{secrets.token_hex(8)}"
         self.grants[code] = Grant(
             client_id=query["client_id"],
@@ -136,6 +140,7 @@ class OAuthWorkspaces:
             user=user,
             scopes=query["scope"],
             redirect_uri=query.get("redirect_uri"),
+            org_wide=org_wide,
         )
         return code
 
@@ -225,9 +230,10 @@ class OAuthWorkspaces:
             "scope": grant.scopes,
             "bot_user_id": team.bot_user_id,
             "app_id": self.app_id,
-            "team": {"id": team.team_id, "name": team.name},
+            # An org-wide install names the org and no team.
+            "team": None if grant.org_wide else {"id": team.team_id, "name": team.name},
             "enterprise": enterprise,
-            "is_enterprise_install": False,
+            "is_enterprise_install": grant.org_wide,
             "authed_user": {"id": grant.user},
         }
 

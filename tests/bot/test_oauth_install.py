@@ -221,6 +221,20 @@ async def test_a_forged_reused_or_expired_state_installs_nothing(
     assert len(workspaces.calls_to("oauth.v2.access")) == 1
 
 
+async def test_an_org_wide_install_is_refused_and_stores_nothing(
+    oauth_db: str, launch: Launch, workspaces: SlackStandIn, browser: httpx.AsyncClient
+) -> None:
+    """Its tokens name no workspace, so nothing could be shown where it is used."""
+    app = await launch(oauth_db, AGENT, model(SIMPLE), **OAUTH)
+    link, state = await begin(browser, app)
+    code = workspaces.oauth.approve(link, team="T0BBB", user="U0ADMIN", org_wide=True)
+    response = await finish(browser, app, code=code, state=state)
+    assert 400 <= response.status_code < 500
+    assert workspaces.calls_to("oauth.v2.access")[0].response["is_enterprise_install"] is True
+    assert await rows(oauth_db, select(slack_bots)) == []
+    assert await rows(oauth_db, select(installs)) == []
+
+
 @pytest.mark.usefixtures("serving")
 async def test_each_workspace_is_answered_with_its_own_token(
     oauth_db: str, launch: Launch, workspaces: SlackStandIn, browser: httpx.AsyncClient
