@@ -9,6 +9,7 @@ live token of the channel's workspace, so a reply sent with the wrong token fail
 from __future__ import annotations
 
 import html
+import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
@@ -150,8 +151,13 @@ Launch = Callable[..., Awaitable[Running]]
 
 
 async def test_the_install_flow_stores_the_workspaces_bot_token(
-    oauth_db: str, launch: Launch, workspaces: SlackStandIn, browser: httpx.AsyncClient
+    oauth_db: str,
+    launch: Launch,
+    workspaces: SlackStandIn,
+    browser: httpx.AsyncClient,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.INFO)
     app = await launch(oauth_db, AGENT, model(SIMPLE), **OAUTH)
     link, state = await begin(browser, app)
     asked = query_of(link)
@@ -177,9 +183,10 @@ async def test_the_install_flow_stores_the_workspaces_bot_token(
     assert set(str(installed["bot_scopes"]).split(",")) == set(asked["scope"].split(","))
     # The state is spent: the same link cannot install again.
     assert await rows(oauth_db, select(slack_oauth_states)) == []
-    # Nothing secret in what the browser saw.
-    assert bot["bot_token"] not in response.text
-    assert CLIENT_SECRET not in response.text
+    # Nothing secret in what the browser saw, nor in what the bot logged.
+    for secret in (bot["bot_token"], CLIENT_SECRET):
+        assert secret not in response.text
+        assert secret not in caplog.text
 
 
 async def test_a_forged_reused_or_expired_state_installs_nothing(
