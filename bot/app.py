@@ -151,6 +151,16 @@ class SlackBot:
                 delivery=delivery,
             ),
         )
+        # Installs in many workspaces: Bolt's install flow, and its authorization of each event
+        # by the workspace's stored token (an `AsyncAuthorize`, which Bolt uses as it is).
+        oauth: dict[str, Any] = (
+            {}
+            if installations is None
+            else {
+                "oauth_flow": install_flow(settings, installations, client),
+                "authorize": authorize(settings, installations, client),
+            }
+        )
         self.bolt = AsyncApp(
             # Named, or Bolt names it after the caller's file through `inspect.stack()`, which
             # resolves every loaded module's path on disk: 100-200 ms on the event loop.
@@ -162,12 +172,7 @@ class SlackBot:
             # Socket Mode traffic needs no signature. Checking twice only costs ack time.
             request_verification_enabled=False,
             logger=logging.getLogger("slack_bolt"),
-            oauth_flow=None
-            if installations is None
-            else install_flow(settings, installations, client),
-            # Bolt takes an `AsyncAuthorize` here too (it uses one as it is); its hint names
-            # only plain functions.
-            authorize=None if installations is None else authorize(settings, installations, client),  # type: ignore[arg-type]
+            **oauth,
         )
         self.listeners.register(self.bolt)
         tokens = parse_tokens(settings.api_tokens)
