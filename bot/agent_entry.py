@@ -25,12 +25,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from slack_sdk.web.async_client import AsyncWebClient
-
 from agent import Agent
 from bot.inbound import is_slack_id, is_slack_ts, session_key
 from bot.rendering.pool import RendererPool
 from bot.slack_calls import SlackCallError, call
+from bot.slack_clients import SlackClients
 from storage.delivery.store import DeliveryStore
 
 log = logging.getLogger(__name__)
@@ -66,12 +65,12 @@ class AgentEntry:
         agent: Agent,
         delivery: DeliveryStore,
         renderers: RendererPool,
-        client: AsyncWebClient,
+        clients: SlackClients,
     ) -> None:
         self.agent = agent
         self.delivery = delivery
         self.renderers = renderers
-        self.client = client
+        self.clients = clients
 
     async def ack(self, ack: Ack) -> None:
         await ack()
@@ -102,22 +101,23 @@ class AgentEntry:
         self.renderers.notice(key, "greeting", "greeting", text)
         prompts = suggested_prompts(self.agent)
         if prompts:
-            await self._prompts(channel, thread_ts, PROMPTS_TITLE, prompts)
+            await self._prompts(team, channel, thread_ts, PROMPTS_TITLE, prompts)
 
-    async def on_messages_tab(self, user: str, channel: str) -> None:
+    async def on_messages_tab(self, team: str, user: str, channel: str) -> None:
         """The person opened the app's Messages tab: the prompts, titled with the greeting."""
         prompts = suggested_prompts(self.agent)
-        if prompts and is_slack_id(channel):
-            await self._prompts(channel, None, MESSAGES_TITLE, prompts)
+        if prompts and is_slack_id(channel) and is_slack_id(team):
+            await self._prompts(team, channel, None, MESSAGES_TITLE, prompts)
 
     async def _prompts(
-        self, channel: str, thread_ts: str | None, title: str, prompts: list[Prompt]
+        self, team: str, channel: str, thread_ts: str | None, title: str, prompts: list[Prompt]
     ) -> None:
         listed = [{"title": p.title, "message": p.message} for p in prompts]
         try:
+            client = await self.clients.for_team(team)
             await call(
                 "assistant.threads.setSuggestedPrompts",
-                lambda: self.client.assistant_threads_setSuggestedPrompts(
+                lambda: client.assistant_threads_setSuggestedPrompts(
                     channel_id=channel, thread_ts=thread_ts, title=title, prompts=listed
                 ),
             )

@@ -26,8 +26,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from slack_sdk.web.async_client import AsyncWebClient
-
 from agent import (
     Agent,
     AgentSession,
@@ -51,6 +49,7 @@ from bot.approvals import (
 from bot.deny_reason import ModalSeal, Opened, deny_modal, reason_of
 from bot.home import HomeTab, Inbox, ref_of
 from bot.slack_calls import SlackCallError, call
+from bot.slack_clients import SlackClients
 from storage.delivery.store import DeliveryStore, Post, PostUpdate
 
 log = logging.getLogger(__name__)
@@ -83,6 +82,13 @@ class Click:
     trigger_id: str | None = None
     reason: str | None = None
     """What a person denying said (the Deny modal)."""
+    workspace: str | None = None
+    """The workspace the click was sent for (the installation whose token answers it); None:
+    the clicker's own."""
+
+    @property
+    def speaks_for(self) -> str:
+        return self.workspace or str(self.principal.get("team") or "")
 
     @classmethod
     def parse(cls, body: dict[str, Any]) -> Click:
@@ -97,6 +103,7 @@ class Click:
             "user": user,
             "principal": principal,
             "trigger_id": trigger if isinstance(trigger, str) else None,
+            "workspace": _workspace(body),
         }
         if container.get("type") == "view":
             # The Home tab: no channel, no message, a view (the block_actions payload).
@@ -124,6 +131,12 @@ class Click:
         )
 
 
+def _workspace(body: dict[str, Any]) -> str | None:
+    team = body.get("team")
+    found = team.get("id") if isinstance(team, dict) else None
+    return found if isinstance(found, str) and found else None
+
+
 def _principal(body: dict[str, Any]) -> Principal:
     """Who clicked, from the signed payload: their own workspace identifies them (a user id
     means one person only there)."""
@@ -140,7 +153,7 @@ class AnswerHandler:
         runtime: Runtime,
         agent: Agent,
         delivery: DeliveryStore,
-        client: AsyncWebClient,
+        clients: SlackClients,
         kick: Callable[[str], None],
         inbox: Inbox | None = None,
         home: HomeTab | None = None,
@@ -152,7 +165,7 @@ class AnswerHandler:
         self.runtime = runtime
         self.agent = agent
         self.delivery = delivery
-        self.client = client
+        self.clients = clients
         self.kick = kick
         self.inbox = inbox
         self.home = home
@@ -222,7 +235,8 @@ class AnswerHandler:
         view = deny_modal(prompt, self.seal.seal(opened))
         trigger = click.trigger_id
         try:
-            await call("views.open", lambda: self.client.views_open(trigger_id=trigger, view=view))
+            client = await self.clients.for_team(click.speaks_for)
+            await call("views.open", lambda: client.views_open(trigger_id=trigger, view=view))
         except SlackCallError as err:
             # Too late for the trigger (a slow machine): deny now, without a reason, rather
             # than leave the click unanswered.
@@ -437,9 +451,10 @@ class AnswerHandler:
         if channel is None or ts is None:
             return  # a Home click on a request the bot has no message for
         try:
+            client = await self.clients.for_team(click.speaks_for)
             await call(
                 "chat.update",
-                lambda: self.client.chat_update(
+                lambda: client.chat_update(
                     channel=channel,
                     ts=ts,
                     text=f"{prompt}\n{verdict}",
@@ -458,9 +473,10 @@ class AnswerHandler:
                 if self.home is not None:
                     await self.home.publish(click.principal, notice=text)
                 return
+            client = await self.clients.for_team(click.speaks_for)
             await call(
                 "chat.postEphemeral",
-                lambda: self.client.chat_postEphemeral(
+                lambda: client.chat_postEphemeral(
                     channel=channel, user=click.user, text=text, thread_ts=click.thread_ts
                 ),
             )

@@ -19,7 +19,10 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from slack_bolt.adapter.starlette.async_handler import to_starlette_response
+from slack_bolt.adapter.starlette.async_handler import (
+    to_async_bolt_request,
+    to_starlette_response,
+)
 from slack_bolt.async_app import AsyncApp, AsyncBoltRequest
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
@@ -41,6 +44,7 @@ from bot.feedback import FeedbackHandler
 from bot.heap import freeze_startup_heap
 from bot.home import HomeTab
 from bot.listeners import ACKS_IN_FLIGHT, Listeners
+from bot.oauth import INSTALL_PATH, REDIRECT_PATH, Uninstalls, authorize, install_flow
 from bot.payload_shape import problem as payload_problem
 from bot.rendering import RenderSettings
 from bot.rendering.pool import RendererPool
@@ -48,9 +52,11 @@ from bot.request_checks import headers_well_formed, parse_payload, utf8
 from bot.resets import Resets
 from bot.settings import Settings
 from bot.slack_calls import make_client, make_render_client
+from bot.slack_clients import InstalledClients, SingleToken, SlackClients
 from bot.stops import Stops
 from storage import SqlStore
 from storage.delivery.store import DeliveryStore
+from storage.installations import InstallationStores
 
 log = logging.getLogger(__name__)
 
@@ -72,21 +78,30 @@ class SlackBot:
         owner: str | None = None,
         sweep_interval: float = 2.0,
         render_client: AsyncWebClient | None = None,
+        clients: SlackClients | None = None,
+        render_clients: SlackClients | None = None,
+        installations: InstallationStores | None = None,
     ) -> None:
-        """`render_client`: the renderers' own client (`make_render_client`), else `client`."""
+        """`render_client`: the renderers' own client (`make_render_client`), else `client`.
+        `clients`, `render_clients`: each workspace's, for work outside a Bolt listener (one
+        token: `client` and `render_client` for every workspace). `installations`: installs
+        in many workspaces (`bot.oauth`); `client` is then Bolt's base client, with no token."""
         self.settings = settings
         self.agent = agent
         self.runtime = runtime
         self.delivery = delivery
         self.client = client
+        self.installations = installations
+        self.clients: SlackClients = clients or SingleToken(client)
+        self.render_clients: SlackClients = render_clients or SingleToken(render_client or client)
         self.owner = owner or f"bot-{uuid.uuid4().hex[:10]}"
         signing = settings.slack_signing_secret
         self.verifier = SignatureVerifier(signing.get_secret_value() if signing else "")
-        self.home: HomeTab | None = HomeTab(inbox=runtime, delivery=delivery, client=client)
+        self.home: HomeTab | None = HomeTab(inbox=runtime, delivery=delivery, clients=self.clients)
         self.renderers = RendererPool(
             runtime=runtime,
             delivery=delivery,
-            client=render_client or client,
+            clients=self.render_clients,
             settings=render_settings
             or RenderSettings(
                 stream_max_age=settings.stream_max_age,
@@ -103,7 +118,7 @@ class SlackBot:
             runtime=runtime,
             agent=agent,
             delivery=delivery,
-            client=client,
+            clients=self.clients,
             kick=self.renderers.kick,
             inbox=runtime,
             home=self.home,
@@ -115,9 +130,9 @@ class SlackBot:
             delivery=delivery,
             renderers=self.renderers,
             answers=self.answers,
-            resets=Resets(runtime=runtime, agent=agent, delivery=delivery, client=client),
+            resets=Resets(runtime=runtime, agent=agent, delivery=delivery, clients=self.clients),
             entry=AgentEntry(
-                agent=agent, delivery=delivery, renderers=self.renderers, client=client
+                agent=agent, delivery=delivery, renderers=self.renderers, clients=self.clients
             ),
             stops=Stops(runtime=runtime, agent=agent, delivery=delivery, renderers=self.renderers),
             feedback=FeedbackHandler(delivery=delivery),
@@ -126,6 +141,25 @@ class SlackBot:
             reset_command=settings.reset_command,
             max_inbound_chars=settings.max_inbound_chars,
             acks_in_flight=None if runtime.run_turns else ACKS_IN_FLIGHT,
+            uninstalls=None
+            if installations is None
+            else Uninstalls(
+                stores=installations,
+                clients=(self.clients, self.render_clients),
+                runtime=runtime,
+                agent=agent,
+                delivery=delivery,
+            ),
+        )
+        # Installs in many workspaces: Bolt's install flow, and its authorization of each event
+        # by the workspace's stored token (an `AsyncAuthorize`, which Bolt uses as it is).
+        oauth: dict[str, Any] = (
+            {}
+            if installations is None
+            else {
+                "oauth_flow": install_flow(settings, installations, client),
+                "authorize": authorize(settings, installations, client),
+            }
         )
         self.bolt = AsyncApp(
             # Named, or Bolt names it after the caller's file through `inspect.stack()`, which
@@ -138,6 +172,7 @@ class SlackBot:
             # Socket Mode traffic needs no signature. Checking twice only costs ack time.
             request_verification_enabled=False,
             logger=logging.getLogger("slack_bolt"),
+            **oauth,
         )
         self.listeners.register(self.bolt)
         tokens = parse_tokens(settings.api_tokens)
@@ -229,6 +264,8 @@ class SlackBot:
         await self.renderers.close()
         await self.runtime.close()
         await self.delivery.close()
+        if self.installations is not None:
+            await self.installations.close()
         await self.runtime.store.close()
 
     # HTTP ----------------------------------------------------------------------------------
@@ -287,6 +324,19 @@ class SlackBot:
         except Exception:
             return None
 
+    async def oauth(self, request: Request) -> Response:
+        """`/slack/install` and `/slack/oauth_redirect`: Bolt's OAuth flow (`bot.oauth`); a
+        404, as for any unknown path, unless the bot installs in many workspaces."""
+        flow = self.bolt.oauth_flow
+        if flow is None:
+            return Response(status_code=404)
+        bolt_request = to_async_bolt_request(request, b"")
+        if request.url.path == flow.install_path:
+            answer = await flow.handle_installation(bolt_request)
+        else:
+            answer = await flow.handle_callback(bolt_request)
+        return to_starlette_response(answer)
+
     async def health(self, request: Request) -> Response:
         return JSONResponse({"ok": True, "owner": self.owner, "rendering": self.renderers.running})
 
@@ -302,7 +352,11 @@ class SlackBot:
 def _modal_seal(settings: Settings) -> ModalSeal | None:
     """The Deny modal's metadata is signed with the app's signing secret (HTTP), or, in Socket
     Mode where there may be none, its bot token: a key only this app holds either way."""
-    for secret in (settings.slack_signing_secret, settings.slack_bot_token):
+    for secret in (
+        settings.slack_signing_secret,
+        settings.slack_bot_token,
+        settings.slack_client_secret,
+    ):
         if secret is not None and secret.get_secret_value():
             return ModalSeal(secret.get_secret_value())
     return None
@@ -346,6 +400,10 @@ def serving_app(
         bot: SlackBot = request.app.state.bot
         return await bot.health(request)
 
+    async def oauth(request: Request) -> Response:
+        bot: SlackBot = request.app.state.bot
+        return await bot.oauth(request)
+
     def api_of(request: Request) -> ApiService | None:
         bot: SlackBot = request.app.state.bot
         return bot.api
@@ -354,6 +412,8 @@ def serving_app(
         routes=[
             Route("/slack/events", slack_events, methods=["POST"]),
             Route("/healthz", health, methods=["GET"]),
+            Route(INSTALL_PATH, oauth, methods=["GET"]),
+            Route(REDIRECT_PATH, oauth, methods=["GET"]),
             *api_routes(api_of),
         ],
         lifespan=lifespan,
@@ -425,7 +485,17 @@ async def open_bot(
         raise
     token = settings.slack_bot_token
     secret = token.get_secret_value() if token else ""
-    client = make_client(secret, settings.slack_api_url)
+    base = settings.slack_api_url
+    installations: InstallationStores | None = None
+    clients: dict[str, SlackClients] = {}
+    if settings.oauth:
+        installations = InstallationStores.open(
+            settings.database_url, client_id=str(settings.slack_client_id)
+        )
+        found = installations.installations
+        clients["clients"] = InstalledClients(found, lambda t: make_client(t, base))
+        clients["render_clients"] = InstalledClients(found, lambda t: make_render_client(t, base))
+    client = make_client(None if settings.oauth else secret, base)
     options = runtime_options or ({"recovery_interval": settings.worker_poll} if worker else {})
     runtime = Runtime(
         opened,
@@ -443,6 +513,8 @@ async def open_bot(
         delivery=delivery,
         client=client,
         render_client=make_render_client(secret, settings.slack_api_url),
+        installations=installations,
+        **clients,
         render_settings=render_settings,
         clock=clock,
         owner=owner,

@@ -51,7 +51,7 @@ class Clock:
         agent: Agent,
         delivery: DeliveryStore,
         renderers: RendererPool,
-        team: str,
+        team: str | None,
         grace: float = 3600.0,
         now: Callable[[], float] = time.time,
         expiry_interval: float = 15.0,
@@ -70,10 +70,11 @@ class Clock:
         self._pruning: asyncio.Task[PruneReport | None] | None = None
 
     async def tick(self) -> list[str]:
-        """Fire every schedule whose latest due time has no turn yet; returns the new turn ids."""
+        """Fire every schedule whose latest due time has no turn yet; returns the new turn ids.
+        With no workspace to post in (`team` None), none fires."""
         now = datetime.fromtimestamp(self.now(), UTC)
         fired: list[str] = []
-        for schedule in self.agent.schedules:
+        for schedule in self.agent.schedules if self.team is not None else ():
             due = self.crons[schedule.name].latest_between(now - timedelta(seconds=self.grace), now)
             if due is None:
                 continue
@@ -83,7 +84,10 @@ class Clock:
         return fired
 
     async def fire(self, schedule: Schedule, at: datetime) -> str | None:
-        key = cron_session(self.team, schedule)
+        if self.team is None:
+            return None
+        team = self.team
+        key = cron_session(team, schedule)
         turn_id = cron_turn_id(schedule, at)
         if await self.runtime.store.get_turn(key, turn_id) is not None:
             return None
@@ -92,7 +96,7 @@ class Clock:
         # renderer that looked in between, saw no turn and went idle is woken again.
         await self.delivery.register(
             key,
-            team=self.team,
+            team=team,
             channel=schedule.channel,
             thread_ts=None,
             user_id=None,
@@ -105,7 +109,7 @@ class Clock:
                 schedule.seed,
                 by=f"cron:{schedule.name}",
                 answerers=schedule.answerers,
-                workspace={"team": self.team},
+                workspace={"team": team},
                 turn_id=turn_id,
             )
         except SessionSuspendedError:

@@ -113,13 +113,12 @@ async def clock(settings: Settings) -> int:
     await bot.start()
     freeze_startup_heap()
     try:
-        auth = await bot.client.auth_test()
         ticker = Clock(
             runtime=bot.runtime,
             agent=bot.agent,
             delivery=bot.delivery,
             renderers=bot.renderers,
-            team=str(auth["team_id"]),
+            team=await clock_team(bot, settings),
             grace=settings.cron_grace,
             retention=Retention.from_settings(settings),
         )
@@ -130,6 +129,17 @@ async def clock(settings: Settings) -> int:
     finally:
         await bot.close()
     return 0
+
+
+async def clock_team(bot: SlackBot, settings: Settings) -> str | None:
+    """The workspace the schedules post in: the bot token's (`auth.test`), or with installs in
+    many workspaces `SLACK_CLOCK_TEAM` (None: no schedule fires; requests still expire)."""
+    if settings.oauth:
+        if settings.slack_clock_team is None and bot.agent.schedules:
+            log.warning("SLACK_CLOCK_TEAM is unset: the agent's schedules do not fire")
+        return settings.slack_clock_team
+    auth = await bot.client.auth_test()
+    return str(auth["team_id"])
 
 
 async def worker(settings: Settings) -> int:

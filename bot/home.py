@@ -33,6 +33,7 @@ from agent import Principal
 from bot.approvals import APPROVE, DENY, ApprovalRef, Kind
 from bot.inbound import parse_session_key
 from bot.slack_calls import Refused, SlackCallError, call
+from bot.slack_clients import SlackClients
 from storage.delivery.store import DeliveryStore
 
 log = logging.getLogger(__name__)
@@ -199,10 +200,10 @@ def _context(text: str) -> dict[str, Any]:
 
 
 class HomeTab:
-    def __init__(self, *, inbox: Inbox, delivery: DeliveryStore, client: AsyncWebClient) -> None:
+    def __init__(self, *, inbox: Inbox, delivery: DeliveryStore, clients: SlackClients) -> None:
         self.inbox = inbox
         self.delivery = delivery
-        self.client = client
+        self.clients = clients
         self._links: OrderedDict[tuple[str, str], str] = OrderedDict()
         self._publishing: dict[tuple[str, str], asyncio.Task[None]] = {}
         self._again: set[tuple[str, str]] = set()
@@ -220,24 +221,29 @@ class HomeTab:
     async def publish(
         self, principal: Principal, *, hash: str | None = None, notice: str | None = None
     ) -> None:
-        user = principal.get("user")
-        if not user:
+        user, team = principal.get("user"), principal.get("team")
+        if not user or not team:
             return
+        client = await self.clients.for_team(team, principal.get("enterprise"))
         pending = list(await self.inbox.answerable(principal))
         recent = list(await self.inbox.recent_turns(principal, limit=10))
-        links = await self._permalinks({p.session for p in pending} | {r.session for r in recent})
+        links = await self._permalinks(
+            client, {p.session for p in pending} | {r.session for r in recent}
+        )
         view = home_view(pending, recent, links, now=time.time(), notice=notice)
         try:
-            await call("views.publish", lambda: self._publish(user, view, hash))
+            await call("views.publish", lambda: self._publish(client, user, view, hash))
         except Refused as refused:
             if refused.code != "hash_conflict":
                 raise
             # Someone published since the view the event showed: this one is built from the
             # database now, the newest state there is, so it goes out over whatever is shown.
-            await call("views.publish", lambda: self._publish(user, view, None))
+            await call("views.publish", lambda: self._publish(client, user, view, None))
 
-    async def _publish(self, user: str, view: dict[str, Any], hash: str | None) -> Any:
-        return await self.client.views_publish(user_id=user, view=view, hash=hash)
+    async def _publish(
+        self, client: AsyncWebClient, user: str, view: dict[str, Any], hash: str | None
+    ) -> Any:
+        return await client.views_publish(user_id=user, view=view, hash=hash)
 
     def refresh(self, team: str, users: set[str] | None = None) -> None:
         """Republish the inbox, in the background, for the people of `team` with a Home tab who
@@ -295,7 +301,7 @@ class HomeTab:
         for task in (*self._background, *self._publishing.values()):
             task.cancel()
 
-    async def _permalinks(self, sessions: set[str]) -> dict[str, str]:
+    async def _permalinks(self, client: AsyncWebClient, sessions: set[str]) -> dict[str, str]:
         """A link to each session's thread (`chat.getPermalink`, cached: a message's permalink
         does not change)."""
         found: dict[str, str] = {}
@@ -309,7 +315,7 @@ class HomeTab:
             cached = self._links.get((channel, thread_ts))
             if cached is None:
                 try:
-                    cached = await self._permalink(channel, thread_ts)
+                    cached = await self._permalink(client, channel, thread_ts)
                 except SlackCallError:
                     continue
                 self._links[(channel, thread_ts)] = cached
@@ -318,9 +324,9 @@ class HomeTab:
             found[key] = cached
         return found
 
-    async def _permalink(self, channel: str, ts: str) -> str:
+    async def _permalink(self, client: AsyncWebClient, channel: str, ts: str) -> str:
         answer = await call(
             "chat.getPermalink",
-            lambda: self.client.chat_getPermalink(channel=channel, message_ts=ts),
+            lambda: client.chat_getPermalink(channel=channel, message_ts=ts),
         )
         return str(answer["permalink"])

@@ -30,6 +30,7 @@ from bot.deny_reason import DENY_REASON
 from bot.feedback import FEEDBACK, FeedbackHandler
 from bot.home import HomeTab
 from bot.inbound import SlackMessage, is_slack_id, person_message
+from bot.oauth import Uninstalls
 from bot.rendering.pool import RendererPool
 from bot.resets import RESET_SHORTCUT, Resets
 from bot.slack_calls import SlackCallError
@@ -53,6 +54,8 @@ HANDLED_EVENTS = (
     "agent_session_stopped",
     "assistant_thread_started",
     "app_home_opened",
+    "app_uninstalled",
+    "tokens_revoked",
 )
 """The Events API types a listener handles (`manifest.yml` subscribes to these and no others)."""
 ACKS_IN_FLIGHT = 8
@@ -85,7 +88,9 @@ class Listeners:
         home: HomeTab | None = None,
         max_inbound_chars: int,
         acks_in_flight: int | None = ACKS_IN_FLIGHT,
+        uninstalls: Uninstalls | None = None,
     ) -> None:
+        """`uninstalls`: installs in many workspaces only (`bot.oauth`)."""
         self.runtime = runtime
         self.agent = agent
         self.delivery = delivery
@@ -99,6 +104,7 @@ class Listeners:
         self.home = home
         self.reset_command = reset_command
         self.max_inbound_chars = max_inbound_chars
+        self.uninstalls = uninstalls
         self._in_flight = (
             asyncio.Semaphore(acks_in_flight) if acks_in_flight else contextlib.nullcontext()
         )
@@ -111,6 +117,10 @@ class Listeners:
         entry = self.entry
         app.event("assistant_thread_started")(ack=entry.ack, lazy=[entry.on_thread_started])
         app.event("app_home_opened")(ack=entry.ack, lazy=[self.on_home_opened])
+        if self.uninstalls is not None:
+            gone = self.uninstalls
+            app.event("app_uninstalled")(ack=gone.on_uninstalled, lazy=[gone.stop_work])
+            app.event("tokens_revoked")(ack=gone.on_tokens_revoked, lazy=[gone.stop_work])
         # Anything else Slack sends gets a 200: a 404 would only make it retry.
         app.event(re.compile(".*"))(self.ignore)
         for action_id in (APPROVE, DENY):
@@ -244,7 +254,9 @@ class Listeners:
         if not isinstance(event, dict) or not isinstance(event.get("user"), str):
             return
         if event.get("tab") == "messages":
-            await self.entry.on_messages_tab(event["user"], str(event.get("channel") or ""))
+            await self.entry.on_messages_tab(
+                str(body.get("team_id") or ""), event["user"], str(event.get("channel") or "")
+            )
         elif event.get("tab") == "home" and self.home is not None:
             team = body.get("team_id")
             enterprise = body.get("enterprise_id") or None

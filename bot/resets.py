@@ -25,11 +25,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from slack_sdk.web.async_client import AsyncWebClient
-
 from agent import Agent, Runtime
 from bot.inbound import session_key
 from bot.slack_calls import SlackCallError, call
+from bot.slack_clients import SlackClients
 from storage.delivery.store import DeliveryStore, Target
 
 log = logging.getLogger(__name__)
@@ -115,12 +114,12 @@ class Resets:
         runtime: Runtime,
         agent: Agent,
         delivery: DeliveryStore,
-        client: AsyncWebClient,
+        clients: SlackClients,
     ) -> None:
         self.runtime = runtime
         self.agent = agent
         self.delivery = delivery
-        self.client = client
+        self.clients = clients
 
     # the two surfaces ----------------------------------------------------------------------
 
@@ -193,9 +192,10 @@ class Resets:
 
         async def say(text: str) -> None:
             try:
+                client = await self.clients.for_team(request.team)
                 await call(
                     "chat.postEphemeral",
-                    lambda: self.client.chat_postEphemeral(
+                    lambda: client.chat_postEphemeral(
                         channel=request.channel,
                         user=request.user,
                         text=text,

@@ -43,6 +43,18 @@ class Settings(BaseSettings):
     slack_signing_secret: SecretStr | None = Field(default=None, alias="SLACK_SIGNING_SECRET")
     slack_app_token: SecretStr | None = Field(default=None, alias="SLACK_APP_TOKEN")
     slack_api_url: str = Field(default="https://slack.com/api/", alias="SLACK_API_URL")
+    # -- installs in many workspaces (bot/oauth.py): on with the client id and secret, and no
+    # SLACK_BOT_TOKEN ---------------------------------------------------------------------
+    slack_client_id: str | None = Field(default=None, alias="SLACK_CLIENT_ID")
+    slack_client_secret: SecretStr | None = Field(default=None, alias="SLACK_CLIENT_SECRET")
+    slack_scopes: str | None = Field(default=None, alias="SLACK_SCOPES")
+    """Comma-separated bot scopes the install asks for; unset: the manifest's."""
+    slack_install_redirect_uri: str | None = Field(default=None, alias="SLACK_INSTALL_REDIRECT_URI")
+    """The app's redirect URL (`https://<host>/slack/oauth_redirect`), sent with the install
+    and the code exchange; unset: Slack uses the one configured on the app."""
+    slack_clock_team: str | None = Field(default=None, alias="SLACK_CLOCK_TEAM")
+    """With installs in many workspaces: the workspace (`T…`) whose channels the agent's
+    schedules post to; unset: `bot clock` fires no schedule (it still expires requests)."""
     anthropic_api_key: SecretStr | None = Field(default=None, alias="ANTHROPIC_API_KEY")
     anthropic_base_url: str | None = Field(default=None, alias="ANTHROPIC_BASE_URL")
     anthropic_model: str = Field(default=DEFAULT_MODEL, alias="ANTHROPIC_MODEL")
@@ -123,15 +135,60 @@ class Settings(BaseSettings):
     log_level: str = Field(default="INFO", alias="LOG_LEVEL")
     log_format: str = Field(default="json", alias="LOG_FORMAT")
 
+    @property
+    def oauth(self) -> bool:
+        """Installs in many workspaces: the client id and secret are set and no single bot
+        token is (both set is a start-up error, `_oauth_problems`)."""
+        return (
+            self._present("SLACK_CLIENT_ID")
+            and self._present("SLACK_CLIENT_SECRET")
+            and not self._present("SLACK_BOT_TOKEN")
+        )
+
+    def install_scopes(self) -> list[str]:
+        from bot.slack_scopes import install_scopes
+
+        if self.slack_scopes is None or not self.slack_scopes.strip():
+            return install_scopes()
+        return [scope.strip() for scope in self.slack_scopes.split(",") if scope.strip()]
+
+    def _needs(self, command: str) -> tuple[str, ...]:
+        """In OAuth mode the client id and secret stand in for the bot token."""
+        needs = NEEDS.get(command, ())
+        if not (self.oauth and command in ("serve", "clock", "worker")):
+            return needs
+        swap = ("SLACK_CLIENT_ID", "SLACK_CLIENT_SECRET")
+        return tuple(n for need in needs for n in (swap if need == "SLACK_BOT_TOKEN" else (need,)))
+
+    def _oauth_problems(self, command: str) -> list[str]:
+        """Which way the bot authenticates is decided once, loudly: never a silent pick."""
+        token = self._present("SLACK_BOT_TOKEN")
+        client = [n for n in ("SLACK_CLIENT_ID", "SLACK_CLIENT_SECRET") if self._present(n)]
+        if token and client:
+            return [
+                f"SLACK_BOT_TOKEN and {' and '.join(client)} are both set: set SLACK_BOT_TOKEN "
+                "for one workspace, or SLACK_CLIENT_ID and SLACK_CLIENT_SECRET to install in "
+                "many, not both"
+            ]
+        if len(client) == 1 and not token:
+            other = "SLACK_CLIENT_SECRET" if client[0] == "SLACK_CLIENT_ID" else "SLACK_CLIENT_ID"
+            return [f"{client[0]} is set without {other}: installs in many workspaces need both"]
+        if self.oauth and command == "socket":
+            return [
+                "`bot socket` serves one workspace (SLACK_BOT_TOKEN); installing in many "
+                "workspaces needs `bot serve` (its /slack/install and /slack/oauth_redirect)"
+            ]
+        return []
+
     def require(self, command: str) -> None:
         """Raise `ConfigError` listing every setting `command` needs and lacks, and every value
         it would only find wrong later (at the first turn, in front of a user)."""
-        needs = NEEDS.get(command, ())
+        needs = self._needs(command)
         missing = [name for name in needs if not self._present(name)]
         problems = self._anthropic_problems() if "ANTHROPIC_API_KEY" in needs else []
         problems += self._retention_problems() if command == "clock" else []
         if command in NEEDS:  # each opens the bot, and with it the API's token table
-            problems += self._api_problems()
+            problems += self._api_problems() + self._oauth_problems(command)
         if not (missing or problems):
             return
         parts = []
@@ -194,6 +251,7 @@ class Settings(BaseSettings):
             self.slack_bot_token,
             self.slack_signing_secret,
             self.slack_app_token,
+            self.slack_client_secret,
             self.anthropic_api_key,
         ):
             if value is not None and value.get_secret_value():

@@ -80,7 +80,8 @@ async def bot_identity(client: AsyncWebClient) -> BotIdentity:
     return known
 
 
-def make_client(token: str, base_url: str, *, rate_limit_retries: int = 2) -> AsyncWebClient:
+def make_client(token: str | None, base_url: str, *, rate_limit_retries: int = 2) -> AsyncWebClient:
+    """`token` None: the base client of installs in many workspaces (Bolt adds each token)."""
     client = AsyncWebClient(token=token, base_url=base_url, timeout=15)
     client.retry_handlers = [
         AsyncConnectionErrorRetryHandler(),

@@ -75,6 +75,10 @@ EVENT_SCOPES: Mapping[str, tuple[str, ...]] = {
     "agent_session_stopped": ("chat:write",),
     # Only an app on the older assistant surface (`assistant_view`) gets it; the bot handles it.
     "assistant_thread_started": ("assistant:write",),
+    # A workspace removed the app or revoked its tokens: no scope (docs.slack.dev/reference/
+    # events/app_uninstalled, tokens_revoked); a multi-workspace install deletes its tokens.
+    "app_uninstalled": (),
+    "tokens_revoked": (),
 }
 """What each event subscription (`settings.event_subscriptions.bot_events`) needs."""
 
@@ -96,3 +100,23 @@ def bot_scopes(*, events: Iterable[str], features: Iterable[str]) -> set[str]:
     scopes.update(scope for event in events for scope in EVENT_SCOPES[event])
     scopes.update(scope for name in features for scope in FEATURE_SCOPES.get(name, ()))
     return scopes
+
+
+MANIFEST_EVENTS = (
+    "app_mention",
+    "message.channels",
+    "message.groups",
+    "message.im",
+    "app_home_opened",
+    "agent_session_stopped",
+    "app_uninstalled",
+    "tokens_revoked",
+)
+MANIFEST_FEATURES = ("slash_commands", "shortcuts", "agent_view")
+"""What `manifest.yml` subscribes to and declares (a test holds them equal)."""
+
+
+def install_scopes() -> list[str]:
+    """The scopes the install flow asks a workspace for by default (`SLACK_SCOPES` unset):
+    the manifest's bot scopes, so an install grants what the code calls and nothing more."""
+    return sorted(bot_scopes(events=MANIFEST_EVENTS, features=MANIFEST_FEATURES))

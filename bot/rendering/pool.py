@@ -16,13 +16,12 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from slack_sdk.web.async_client import AsyncWebClient
-
 from agent import Runtime, StoreUnavailableError, TurnEvent
 from bot.rendering.lease import LeaseLost, RenderSettings
 from bot.rendering.parts import Target
 from bot.rendering.renderer import SessionRenderer
 from bot.slack_calls import SlackCallError
+from bot.slack_clients import NotInstalled, SlackClients
 from storage.delivery.store import DeliveryStore, Post
 
 if TYPE_CHECKING:
@@ -37,7 +36,7 @@ class RendererPool:
         *,
         runtime: Runtime,
         delivery: DeliveryStore,
-        client: AsyncWebClient,
+        clients: SlackClients,
         settings: RenderSettings,
         owner: str,
         clock: Callable[[], float] = time.time,
@@ -46,10 +45,11 @@ class RendererPool:
         concurrency: int = 32,
         home: HomeTab | None = None,
     ) -> None:
-        """`home`: the Home tabs its renderers refresh when a request appears or goes."""
+        """`clients`: each workspace's client (`bot.slack_clients`); `home`: the Home tabs its
+        renderers refresh when a request appears or goes."""
         self.runtime = runtime
         self.delivery = delivery
-        self.client = client
+        self.clients = clients
         self.settings = settings
         self.owner = owner
         self.clock = clock
@@ -140,6 +140,14 @@ class RendererPool:
             target = await self.delivery.get_target(key)
             if target is None:
                 return
+            try:
+                client = await self.clients.for_team(target.team)
+            except NotInstalled:
+                # The workspace removed the app (its turns were stopped then): nothing can be
+                # shown there, so the session stops asking to be rendered until it is
+                # registered again (a new event, after a new install).
+                await self.delivery.go_idle(key, target.activity)
+                return
             renderer = SessionRenderer(
                 key=key,
                 target=Target(
@@ -148,7 +156,7 @@ class RendererPool:
                     thread_ts=target.thread_ts,
                     user_id=target.user_id,
                 ),
-                client=self.client,
+                client=client,
                 store=self.runtime.store,
                 delivery=self.delivery,
                 queue=queue,
@@ -223,10 +231,11 @@ class RendererPool:
             stored = await self.delivery.begin_post(post, time.time())
             if stored.body.get("claim") != claim or stored.state != "posting" or stored.ts:
                 return
+            client = await self.clients.for_team(target.team)
             renderer = SessionRenderer(
                 key=key,
                 target=Target(team=target.team, channel=target.channel, thread_ts=target.thread_ts),
-                client=self.client,
+                client=client,
                 store=self.runtime.store,
                 delivery=self.delivery,
                 queue=asyncio.Queue(),
@@ -234,5 +243,7 @@ class RendererPool:
                 owner=self.owner,
             )
             await renderer.send_post(stored)
+        except NotInstalled:
+            return  # logged once for the workspace (`bot.slack_clients`)
         except Exception:
             log.exception("could not post a notice", extra={"session": key})

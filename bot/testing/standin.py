@@ -42,6 +42,7 @@ from starlette.routing import Route
 from bot.asgi_server import BackgroundServer
 from bot.testing.agent_surfaces import AgentSurfaces
 from bot.testing.blocks import blocks_problem
+from bot.testing.oauth import ACCESS, OAuthWorkspaces, bearer
 from bot.testing.workspace import STREAM_ERROR, Call, Message
 
 JSON_FIELDS = ("blocks", "metadata", "chunks", "attachments", "view", "prompts", "loading_messages")
@@ -98,6 +99,8 @@ class SlackStandIn(AgentSurfaces):
         self.home_tab = home_tab
         self.domain = domain
         self.app_id = app_id
+        self.oauth = OAuthWorkspaces(app_id=app_id)
+        """Workspaces the app installs in, and their tokens (`bot.testing.oauth`)."""
         self._server: BackgroundServer | None = None
         self._stopping = asyncio.Event()
         self._methods: dict[str, Handler] = {
@@ -161,6 +164,19 @@ class SlackStandIn(AgentSurfaces):
     def response_url(self, token: str) -> str:
         return f"{self.url}/response/{token}"
 
+    def bot_messages(self, channel: str | None = None) -> list[Message]:
+        """The app's messages; installed in several workspaces, its bot's in each of them."""
+        if not self.oauth.strict:
+            return super().bot_messages(channel)
+        bots = {team.bot_id for team in self.oauth.teams.values()}
+        channels = [channel] if channel else list(self.messages)
+        return [
+            m
+            for c in channels
+            for m in self.messages.get(c, [])
+            if m.bot_id in bots and not m.deleted
+        ]
+
     def add_user_message(
         self, channel: str, ts: str, user: str, text: str, thread_ts: str | None = None
     ) -> None:
@@ -174,8 +190,23 @@ class SlackStandIn(AgentSurfaces):
         args = await _read_args(request)
         auth = request.headers.get("authorization", "")
         fault = self.take_fault(method)
-        call = Call(method=method, args=args, at=self.clock(), verb=request.method)
+        token = bearer(auth, args)
+        call = Call(
+            method=method,
+            args=args,
+            at=self.clock(),
+            verb=request.method,
+            team=self.oauth.team_of(token),
+        )
         self.calls.append(call)
+        if method == ACCESS:
+            unknown = sorted(set(args) - (sdk_arguments(method) or frozenset()))
+            call.response = (
+                {"ok": False, "error": "invalid_arguments"}
+                if unknown
+                else self.oauth.access(args, auth)
+            )
+            return JSONResponse(call.response)
         if fault is not None and fault.kind == "ratelimited":
             call.status = 429
             call.response = {"ok": False, "error": "ratelimited"}
@@ -196,10 +227,15 @@ class SlackStandIn(AgentSurfaces):
             return Response("internal error", status_code=500)
         if not auth.startswith("Bearer xox") and "token" not in args:
             call.response = {"ok": False, "error": "not_authed"}
+        elif (refused := self.oauth.refusal(token, args)) is not None:
+            call.response = refused
         elif fault is not None:
             call.response = self._fault_answer(fault.kind, args)
         else:
-            call.response = self._dispatch(method, args)
+            with self.oauth.acting_for(self, token):
+                call.response = self._dispatch(method, args)
+                if method == "auth.test" and call.response.get("ok"):
+                    call.response.update(self.oauth.auth_test_extra(token))
         return JSONResponse(call.response)
 
     def _dispatch(self, method: str, args: dict[str, Any]) -> dict[str, Any]:

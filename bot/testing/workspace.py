@@ -20,6 +20,8 @@ class Call:
     response: dict[str, Any] = field(default_factory=dict)
     at: float = 0.0
     verb: str = "POST"
+    team: str | None = None
+    """The workspace of the token that made the call (installs in many workspaces only)."""
 
 
 @dataclass

@@ -319,6 +319,11 @@ class DeliveryStore:
         row = await self._x.read(lambda c: c.execute(statement, params).first())
         return None if row is None else _target(row)
 
+    async def sessions_of_team(self, team: str) -> list[str]:
+        """Every session with replies in workspace `team` (what its uninstall must stop)."""
+        statement = select(delivery_targets.c.session_key).where(delivery_targets.c.team == team)
+        return await self._x.read(lambda c: list(c.execute(statement).scalars().all()))
+
     async def active_sessions(self) -> list[str]:
         statement = self._s.active_sessions
         return await self._x.read(lambda c: list(c.execute(statement).scalars().all()))

@@ -34,13 +34,14 @@ RUNTIME_OPTIONS = {"poll_interval": 0.05, "recovery_interval": 0.2, "lease_ttl":
 
 
 def settings_for(url: str, standin: SlackStandIn, **extra: Any) -> Settings:
-    return Settings(
-        DATABASE_URL=url,
-        SLACK_BOT_TOKEN=SecretStr(TOKEN),
-        SLACK_SIGNING_SECRET=SecretStr(SECRET),
-        SLACK_API_URL=standin.api_url,
-        **extra,
-    )
+    """`extra` may replace the defaults (`SLACK_BOT_TOKEN=None`: installs in many workspaces)."""
+    defaults: dict[str, Any] = {
+        "DATABASE_URL": url,
+        "SLACK_BOT_TOKEN": SecretStr(TOKEN),
+        "SLACK_SIGNING_SECRET": SecretStr(SECRET),
+        "SLACK_API_URL": standin.api_url,
+    }
+    return Settings(**{**defaults, **extra})
 
 
 @dataclass

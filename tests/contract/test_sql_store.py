@@ -29,6 +29,7 @@ from agent.seams import StepCommit, StoreHandle
 from examples.ops_agent.tables import metadata as ops_metadata
 from storage import MemoryStore, SqlStore, current_revision, open_store, upgrade_database
 from storage.delivery.schema import delivery_metadata
+from storage.installations.schema import installation_metadata
 from storage.migrate import MIGRATIONS_DIR, alembic_config, head_revision, script_revisions
 from storage.sql.dialects import WRITE_OPTION, PostgresDialect, SqliteDialect, dialect_for
 from storage.sql.schema import metadata
@@ -103,6 +104,7 @@ SCHEMAS = {
     "store": metadata,
     "slack delivery": delivery_metadata,
     "ops example": ops_metadata,
+    "slack installations": installation_metadata,
 }
 """Every table the migrations create, by the code that defines it."""
 

@@ -20,7 +20,10 @@ from bot.slack_scopes import (
     BOT_METHODS,
     EVENT_SCOPES,
     FEATURE_SCOPES,
+    MANIFEST_EVENTS,
+    MANIFEST_FEATURES,
     bot_scopes,
+    install_scopes,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -130,3 +133,17 @@ def test_feature_scopes_name_real_manifest_features() -> None:
         "agent_view",
     }
     assert all(scopes for scopes in FEATURE_SCOPES.values())
+
+
+def test_the_install_flow_asks_for_the_manifests_scopes_by_default() -> None:
+    """`SLACK_SCOPES` unset: a workspace installing through `/slack/install` grants what the
+    manifest asks for, no more and no less (`bot.slack_scopes.install_scopes`)."""
+    manifest = _manifest()
+    settings = manifest["settings"]
+    features = manifest["features"]
+    assert isinstance(settings, dict)
+    assert isinstance(features, dict)
+    assert tuple(settings["event_subscriptions"]["bot_events"]) == MANIFEST_EVENTS
+    assert set(MANIFEST_FEATURES) <= set(features)
+    declared = manifest["oauth_config"]["scopes"]["bot"]  # type: ignore[index]
+    assert install_scopes() == sorted(declared)
