@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import sys
 
 import uvicorn
 from starlette.applications import Starlette
@@ -88,21 +89,30 @@ async def _preflight(settings: Settings) -> str:
 
 
 async def socket_mode(settings: Settings) -> int:
-    """Socket Mode: Slack pushes events over a websocket; no public URL needed."""
-    from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+    """Socket Mode: Slack pushes events over a websocket; no public URL needed (`bot.socket_mode`).
+
+    The app-level token is tried before anything starts: a refused one ends the command (exit 2)
+    with one line naming `SLACK_APP_TOKEN`.
+    """
+    from bot.socket_mode import SocketModeConnection, SocketModeError
 
     bot = await open_bot(settings)
     app_token = settings.slack_app_token
     assert app_token is not None
-    handler = AsyncSocketModeHandler(bot.bolt, app_token.get_secret_value(), web_client=bot.client)
-    await bot.start()
-    freeze_startup_heap()
+    connection = SocketModeConnection(bot, app_token.get_secret_value())
     try:
-        await handler.connect_async()
+        try:
+            await connection.check_token()
+        except SocketModeError as err:
+            print(f"bot socket: {err}", file=sys.stderr)
+            return 2
+        await bot.start()
+        freeze_startup_heap()
+        await connection.connect()
         log.info("connected in socket mode", extra={"agent": bot.agent.name})
         await _until_signalled()
     finally:
-        await handler.close_async()
+        await connection.close()
         await bot.close()
     return 0
 
