@@ -91,29 +91,26 @@ async def _preflight(settings: Settings) -> str:
 async def socket_mode(settings: Settings) -> int:
     """Socket Mode: Slack pushes events over a websocket; no public URL needed (`bot.socket_mode`).
 
-    The app-level token is tried before anything starts: a refused one ends the command (exit 2)
-    with one line naming `SLACK_APP_TOKEN`.
+    A token Slack refuses, before anything starts, or Socket Mode turned off in the app's
+    settings later, ends the command (exit 2) with one line saying which.
     """
-    from bot.socket_mode import SocketModeConnection, SocketModeError
+    from bot.socket_mode import SocketModeConnection, SocketModeError, run_socket_mode
 
     bot = await open_bot(settings)
     app_token = settings.slack_app_token
     assert app_token is not None
-    connection = SocketModeConnection(bot, app_token.get_secret_value())
+    stop = asyncio.Event()
+    _on_signals(stop)
     try:
-        try:
-            await connection.check_token()
-        except SocketModeError as err:
-            print(f"bot socket: {err}", file=sys.stderr)
-            return 2
-        await bot.start()
-        freeze_startup_heap()
-        await connection.connect()
-        log.info("connected in socket mode", extra={"agent": bot.agent.name})
-        await _until_signalled()
-    finally:
-        await connection.close()
-        await bot.close()
+        await run_socket_mode(
+            bot,
+            SocketModeConnection(bot, app_token.get_secret_value()),
+            stop,
+            connected=freeze_startup_heap,
+        )
+    except SocketModeError as err:
+        print(f"bot socket: {err}", file=sys.stderr)
+        return 2
     return 0
 
 

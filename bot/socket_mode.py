@@ -20,8 +20,11 @@ No signature is checked: the connection itself was opened with the app's secret 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
@@ -54,6 +57,13 @@ REFUSALS = {
 }
 
 
+LINK_DISABLED = "link_disabled"
+DISABLED = (
+    "Slack turned Socket Mode off for this app (link_disabled): turn it on again in the app's "
+    "settings (Socket Mode), or serve over HTTP with `bot serve`"
+)
+
+
 class SocketModeError(Exception):
     """Socket Mode cannot start; the message is one line for the person running `bot socket`,
     and names no secret."""
@@ -69,6 +79,9 @@ class SocketModeConnection:
         self._url: str | None = None
         self.client: SocketModeClient | None = None
         """slack_sdk's client, made by `connect` (it starts work on the loop when made)."""
+        self.ended = asyncio.Event()
+        """Set when Slack turned Socket Mode off for the app (`disconnect`, `link_disabled`):
+        slack_sdk would try to reconnect forever, logging a failure each time."""
 
     async def check_token(self) -> None:
         """Ask Slack for the first connection's URL: `SocketModeError` if it refuses the token.
@@ -86,12 +99,20 @@ class SocketModeConnection:
             logger=logging.getLogger("slack_sdk.socket_mode"),
         )
         self.client.socket_mode_request_listeners.append(self.handle)
+        self.client.on_message_listeners.append(self._watch)
         self.client.wss_uri = self._url
         await self.client.connect()
 
     async def close(self) -> None:
         if self.client is not None:
             await self.client.close()
+
+    async def _watch(self, message: aiohttp.WSMessage) -> None:
+        if LINK_DISABLED in str(message.data):  # cheap test first: every envelope passes here
+            with contextlib.suppress(ValueError):
+                body = json.loads(message.data)
+                if body.get("type") == "disconnect" and body.get("reason") == LINK_DISABLED:
+                    self.ended.set()
 
     async def _first_url(self) -> str:
         try:
@@ -127,6 +148,33 @@ class SocketModeConnection:
                 response.status,
                 extra={"envelope_type": request.type},
             )
+
+
+async def run_socket_mode(
+    bot: SlackBot,
+    connection: SocketModeConnection,
+    stop: asyncio.Event,
+    *,
+    connected: Callable[[], None] = lambda: None,
+) -> None:
+    """`bot socket` from the token check to `stop`: the bot starts only once Slack took the
+    token, and ends (`SocketModeError`) if Slack turns Socket Mode off. Closes both."""
+    try:
+        await connection.check_token()
+        await bot.start()
+        await connection.connect()
+        log.info("connected in socket mode", extra={"agent": bot.agent.name})
+        connected()
+        stopping = asyncio.create_task(stop.wait())
+        ending = asyncio.create_task(connection.ended.wait())
+        await asyncio.wait({stopping, ending}, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        ending.cancel()
+        if connection.ended.is_set():
+            raise SocketModeError(DISABLED)
+    finally:
+        await connection.close()
+        await bot.close()
 
 
 def _bolt_request(request: SocketModeRequest) -> AsyncBoltRequest | None:

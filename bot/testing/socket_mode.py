@@ -72,6 +72,8 @@ class Envelope:
     accepts_response_payload: bool
     attempts: int = 0
     """Deliveries so far (a redelivery carries `retry_attempt` = attempts - 1)."""
+    connections: list[int] = field(default_factory=list)
+    """The connections (numbered from 1 as they opened) each delivery went out on."""
     acks: list[Ack] = field(default_factory=list)
     _on: _Connection | None = None
     _acked: asyncio.Event = field(default_factory=asyncio.Event)
@@ -120,12 +122,17 @@ class SocketModeStandIn:
         app_token: str = APP_TOKEN,
         app_id: str = "A0DEMO",
         on_ack: AckHook | None = None,
+        spread: bool = False,
     ) -> None:
         """`on_ack`: awaited as each acknowledgement arrives, before it is recorded (a test
-        looks at the database at that moment)."""
+        looks at the database at that moment). `spread`: envelopes go to the open connections
+        in turn, as Slack spreads them over an app's connections (up to 10), instead of all to
+        the newest."""
         self.app_token = app_token
         self.app_id = app_id
         self.on_ack = on_ack
+        self.spread = spread
+        self._turn = itertools.count()
         self.envelopes: list[Envelope] = []
         self.problems: list[str] = []
         """Acknowledgements Slack would not take: they name no envelope sent, or carry a
@@ -319,13 +326,15 @@ class SocketModeStandIn:
 
     async def _deliver(self, envelope: Envelope, reason: str) -> None:
         if self._live:
-            await self._send_on(self._live[-1], envelope, reason)
+            index = next(self._turn) % len(self._live) if self.spread else -1
+            await self._send_on(self._live[index], envelope, reason)
         else:
             self._pending.append((envelope, reason))
 
     async def _send_on(self, connection: _Connection, envelope: Envelope, reason: str) -> None:
         message = envelope.message(reason)
         envelope.attempts += 1
+        envelope.connections.append(connection.number)
         envelope._on = connection
         with contextlib.suppress(ConnectionError):  # it ended: `_redeliver_from` sends it again
             await connection.ws.send_json(message)

@@ -29,7 +29,7 @@ from agent import ScriptedModel
 from bot.app import SlackBot, open_bot
 from bot.asgi_server import BackgroundServer
 from bot.rendering import RenderSettings
-from bot.socket_mode import SocketModeConnection
+from bot.socket_mode import SocketModeConnection, SocketModeError, run_socket_mode
 from storage import SqlStore
 from tests.bot import agents
 from tests.bot.harness import settings_for
@@ -85,10 +85,11 @@ async def main() -> int:
     hooked = args.crash and args.crash != "before-ack"
     store = HookedStore(await SqlStore.open(args.url), hook) if hooked else None
     fast = args.timing == "fast"
+    settings = settings_for(args.url, _Api(args.api_url), RUN_TURNS=args.role != "web")  # type: ignore[arg-type]
+    if args.role == "socket":  # as `bot socket` runs: an app-level token, no signing secret
+        settings = settings.model_copy(update={"slack_signing_secret": None})
     bot = await open_bot(
-        settings_for(  # type: ignore[arg-type]
-            args.url, _Api(args.api_url), RUN_TURNS=args.role != "web"
-        ),
+        settings,
         agent=getattr(agents, args.agent),
         model=_model(args.script),
         store=store,
@@ -137,14 +138,10 @@ async def _socket(bot: SlackBot, stop: asyncio.Event, *, crash_before_ack: bool)
 
         SocketModeClient.send_socket_mode_response = never  # type: ignore[assignment,method-assign]
     try:
-        await connection.check_token()
-        await bot.start()
-        await connection.connect()
-        _say("PORT 0")
-        await stop.wait()
-    finally:
-        await connection.close()
-        await bot.close()
+        await run_socket_mode(bot, connection, stop, connected=lambda: _say("PORT 0"))
+    except SocketModeError as err:
+        _say(f"ENDED {err}")
+        return 2
     return 0
 
 

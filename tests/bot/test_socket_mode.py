@@ -340,3 +340,62 @@ def _log_line(line: str) -> bool:
     with contextlib.suppress(ValueError):
         return isinstance(json.loads(line), dict)
     return False
+
+
+async def test_envelopes_slack_never_sends_or_no_listener_takes_are_acknowledged_and_ignored(
+    db_url, standin, socket, slack
+):
+    """As over HTTP (a 200 that does nothing): unacknowledged, Slack would only send them
+    again; and the bot goes on answering."""
+    async with socket_bot(db_url, standin):
+        junk = await socket.interactive({"type": "block_actions", "actions": []})
+        shortcut = await socket.interactive(
+            {
+                "type": "shortcut",
+                "token": "legacy-verification-token",
+                "action_ts": "1700000000.000001",
+                "team": {"id": TEAM, "domain": "demo"},
+                "user": {"id": "U0ALICE", "username": "u0alice", "team_id": TEAM},
+                "is_enterprise_install": False,
+                "enterprise": None,
+                "callback_id": "no_such_shortcut",
+                "trigger_id": slack.trigger("U0ALICE"),
+            }
+        )
+        for envelope in (junk, shortcut):
+            ack = await envelope.wait_acked()
+            assert ack.payload is None
+        _, envelope = await mention(slack, socket, "hello")
+        await envelope.wait_acked()
+        await eventually(lambda: replies(standin, CHANNEL) and idle(standin, CHANNEL), 30)
+    assert [m.text for m in replies(standin, CHANNEL)] == [HELLO]
+    assert socket.problems == []
+
+
+async def test_socket_mode_turned_off_in_slack_ends_bot_socket_saying_so(db_url, standin, socket):
+    """`disconnect` with `link_disabled`: reconnecting cannot help, so the process ends with
+    one line saying what to do, instead of retrying for ever."""
+    async with socket_bot(db_url, standin) as proc:
+        await socket.disconnect("link_disabled")
+        line = await wait_line(proc, "ENDED ", within=60)
+        assert "link_disabled" in line
+        assert "bot serve" in line
+        assert await proc.wait() == 2
+
+
+async def test_two_socket_processes_share_the_envelopes_each_one_turn(
+    db_url, standin, socket, slack
+):
+    """Each process is a connection of the app's; Slack hands every envelope to one of them."""
+    socket.spread = True
+    async with socket_bot(db_url, standin), socket_bot(db_url, standin):
+        await socket.wait_for(lambda: socket.live == 2)
+        sent = [await mention(slack, socket, f"hello {n}") for n in range(4)]
+        for _, envelope in sent:
+            await envelope.wait_acked()
+        await eventually(lambda: len(replies(standin, CHANNEL)) == 4 and idle(standin, CHANNEL), 30)
+        await rendered_out(db_url)
+    assert {e.connections[0] for _, e in sent} == {1, 2}
+    assert [m.text for m in replies(standin, CHANNEL)] == [HELLO] * 4
+    for ts, _ in sent:
+        assert [t.status for t in await turns_of(db_url, ts)] == [TurnStatus.COMPLETED]
