@@ -6,7 +6,8 @@ and waits there to be SIGKILLed.
 `worker` is `bot worker` (no HTTP: it prints `PORT 0` once it is running); `socket` is `bot
 socket` (`SLACK_APP_TOKEN` from the environment; it prints `PORT 0` once connected), and with
 `--crash before-ack` it announces `AT before-ack` when its first envelope has been dispatched and
-waits there, unacknowledged, to be SIGKILLed.
+waits there, unacknowledged, to be SIGKILLed; with `--crash enqueue-fails` the database fails
+the first turn it is asked to queue (it announces `AT enqueue-failed`) and works from then on.
 
     python -m tests.bot.app_child DATABASE_URL SLACK_API_URL SCRIPT [--crash after:model:1]
         [--role one|web|worker] [--agent AGENT] [--lease-ttl 1.0] [--timing fast|production]
@@ -22,10 +23,11 @@ import os
 import signal
 import sys
 import time
+from typing import Any
 
 from slack_sdk.socket_mode.aiohttp import SocketModeClient
 
-from agent import ScriptedModel
+from agent import ScriptedModel, StoreUnavailableError
 from bot.app import SlackBot, open_bot
 from bot.asgi_server import BackgroundServer
 from bot.rendering import RenderSettings
@@ -38,6 +40,24 @@ from tests.support.engine_fixtures import HookedStore
 SOCKET_PING_SECONDS = 2.0
 """A connection cut without a close frame is noticed within about this long (`bot socket`:
 10 s)."""
+
+
+class _FailingFirstEnqueue:
+    """A store whose database fails the first turn it is asked to queue (an outage)."""
+
+    def __init__(self, inner: SqlStore) -> None:
+        self._inner = inner
+        self._failed = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def enqueue_turn(self, *args: Any, **kwargs: Any) -> Any:
+        if not self._failed:
+            self._failed = True
+            _say("AT enqueue-failed")
+            raise StoreUnavailableError("the test database is down (once)")
+        return await self._inner.enqueue_turn(*args, **kwargs)
 
 
 class _Api:
@@ -82,8 +102,10 @@ async def main() -> int:
 
     # Without a crash point the bot opens its own store, as `bot serve` does (the Slack delivery
     # tables then share its transactions, the production path).
-    hooked = args.crash and args.crash != "before-ack"
-    store = HookedStore(await SqlStore.open(args.url), hook) if hooked else None
+    hooked = args.crash and args.crash not in ("before-ack", "enqueue-fails")
+    store: Any = HookedStore(await SqlStore.open(args.url), hook) if hooked else None
+    if args.crash == "enqueue-fails":
+        store = _FailingFirstEnqueue(await SqlStore.open(args.url))
     fast = args.timing == "fast"
     settings = settings_for(args.url, _Api(args.api_url), RUN_TURNS=args.role != "web")  # type: ignore[arg-type]
     if args.role == "socket":  # as `bot socket` runs: an app-level token, no signing secret

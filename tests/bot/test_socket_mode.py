@@ -154,6 +154,25 @@ async def test_a_process_killed_before_its_ack_loses_nothing_and_doubles_nothing
     assert socket.opened == 2
 
 
+async def test_an_envelope_whose_turn_could_not_be_queued_is_not_acknowledged(
+    db_url, standin, socket, slack
+):
+    """The database fails as the turn is queued: no ack (over HTTP, a 5xx), so Slack delivers
+    the event again, and that delivery is the turn."""
+    async with socket_bot(db_url, standin, crash="enqueue-fails") as proc:
+        ts, envelope = await mention(slack, socket, "hello")
+        await wait_line(proc, "AT enqueue-failed")
+        assert await turns_of(db_url, ts) == []
+        await socket.redeliver(envelope)
+        ack = await envelope.wait_acked()
+        await eventually(lambda: replies(standin, CHANNEL) and idle(standin, CHANNEL), 30)
+        await rendered_out(db_url)  # an ack of the failed delivery, if one were sent, is in
+    assert ack.attempt == 1
+    assert len(envelope.acks) == 1
+    assert [m.text for m in replies(standin, CHANNEL)] == [HELLO]
+    assert len(await turns_of(db_url, ts)) == 1
+
+
 async def test_slacks_redelivery_of_an_envelope_is_the_same_turn(db_url, standin, socket, slack):
     async with socket_bot(db_url, standin):
         ts, envelope = await mention(slack, socket, "hello")
@@ -262,7 +281,7 @@ async def test_the_reset_command_over_the_socket(db_url, standin, socket, slack)
     assert socket.problems == []
 
 
-@pytest.mark.parametrize("how", ["refresh_requested", "closed", "cut"])
+@pytest.mark.parametrize("how", ["refresh_requested", "warning", "closed", "cut"])
 async def test_the_connection_comes_back_by_itself_losing_and_doubling_nothing(
     db_url, standin, socket, slack, how
 ):
@@ -272,8 +291,8 @@ async def test_the_connection_comes_back_by_itself_losing_and_doubling_nothing(
     async with socket_bot(db_url, standin):
         first_ts, first = await mention(slack, socket, "before")
         await first.wait_acked()
-        if how == "refresh_requested":
-            await socket.disconnect("refresh_requested")
+        if how in ("refresh_requested", "warning"):
+            await socket.disconnect(how)
         else:
             await socket.drop(abrupt=how == "cut")
         during_ts, during = await mention(slack, socket, "during")  # queued, or sent on the new one
