@@ -75,8 +75,8 @@ class Envelope:
     connections: list[int] = field(default_factory=list)
     """The connections (numbered from 1 as they opened) each delivery went out on."""
     acks: list[Ack] = field(default_factory=list)
-    _on: _Connection | None = None
-    _acked: asyncio.Event = field(default_factory=asyncio.Event)
+    _on: _Connection | None = field(default=None, repr=False, compare=False)
+    _acked: asyncio.Event = field(default_factory=asyncio.Event, repr=False, compare=False)
 
     @property
     def acked(self) -> bool:
