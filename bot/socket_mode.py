@@ -127,21 +127,23 @@ class SocketModeConnection:
             ) from None
         return str(response["url"])
 
-    async def handle(self, client: AsyncBaseSocketModeClient, request: SocketModeRequest) -> None:
+    async def handle(
+        self, socket_client: AsyncBaseSocketModeClient, request: SocketModeRequest
+    ) -> None:
         """One envelope: dispatched, then acknowledged, unless the dispatch failed."""
         payload = request.payload
         reason = payload_problem(payload)
         bolt_request = None if reason else _bolt_request(request)
         if bolt_request is None:
             log.info("ignored an envelope Slack does not send (%s); acknowledged", reason)
-            await _acknowledge(client, request)
+            await _acknowledge(socket_client, request)
             return
         response = await self.bot.bolt.async_dispatch(bolt_request)
         if response.status == 404:
             log.info("no listener for an envelope; acknowledged so Slack does not redeliver it")
-            await _acknowledge(client, request)
+            await _acknowledge(socket_client, request)
         elif response.status < 300:
-            await _acknowledge(client, request, _response_payload(request, response))
+            await _acknowledge(socket_client, request, _response_payload(request, response))
         else:
             log.warning(
                 "an envelope failed (status %s); not acknowledged, so Slack delivers it again",
@@ -207,12 +209,12 @@ def _response_payload(request: SocketModeRequest, response: BoltResponse) -> dic
 
 
 async def _acknowledge(
-    client: AsyncBaseSocketModeClient,
+    socket_client: AsyncBaseSocketModeClient,
     request: SocketModeRequest,
     payload: dict[str, Any] | None = None,
 ) -> None:
     try:
-        await client.send_socket_mode_response(
+        await socket_client.send_socket_mode_response(
             SocketModeResponse(envelope_id=request.envelope_id, payload=payload)
         )
     except (ConnectionError, aiohttp.ClientError) as err:
