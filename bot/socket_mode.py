@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
@@ -160,23 +160,37 @@ async def run_socket_mode(
     connected: Callable[[], None] = lambda: None,
 ) -> None:
     """`bot socket` from the token check to `stop`: the bot starts only once Slack took the
-    token, and ends (`SocketModeError`) if Slack turns Socket Mode off. Closes both."""
+    token, and ends (`SocketModeError`) if Slack turns Socket Mode off. Closes both.
+
+    `stop` is heeded while connecting too: slack_sdk retries a failing first connection for
+    as long as it fails."""
+    stopping = asyncio.create_task(stop.wait())
     try:
         await connection.check_token()
         await bot.start()
-        await connection.connect()
+        if not await _before(connection.connect(), stopping):
+            return
         log.info("connected in socket mode", extra={"agent": bot.agent.name})
         connected()
-        stopping = asyncio.create_task(stop.wait())
-        ending = asyncio.create_task(connection.ended.wait())
-        await asyncio.wait({stopping, ending}, return_when=asyncio.FIRST_COMPLETED)
-        stopping.cancel()
-        ending.cancel()
-        if connection.ended.is_set():
+        if await _before(connection.ended.wait(), stopping):
             raise SocketModeError(DISABLED)
     finally:
+        stopping.cancel()
         await connection.close()
         await bot.close()
+
+
+async def _before(work: Coroutine[Any, Any, Any], stopping: asyncio.Task[Any]) -> bool:
+    """Run `work` until it ends (True) or `stopping` does first (False: `work` is cancelled)."""
+    task = asyncio.ensure_future(work)
+    await asyncio.wait({task, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    if task.done():
+        task.result()
+        return True
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    return False
 
 
 def _bolt_request(request: SocketModeRequest) -> AsyncBoltRequest | None:
