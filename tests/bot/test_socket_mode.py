@@ -254,7 +254,8 @@ async def test_deny_over_the_socket_asks_why_and_denies_with_the_reason(
         assert modal.user == "U0ALICE"
 
         other = slack.submission_payload(BOSS, modal.id, {"reason": {"text": "x"}})
-        await (await socket.interactive(other)).wait_acked()
+        await (await socket.interactive(other)).wait_acked()  # refused before its ack
+        assert any(b["type"] == "actions" for b in message.blocks)
         submitted = slack.submission_payload("U0ALICE", modal.id, {"reason": {"text": "no"}})
         await (await socket.interactive(submitted)).wait_acked()
         await eventually(lambda: "Denied by <@U0ALICE>: no" in message.text, 30)
