@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import sys
 
 import uvicorn
 from starlette.applications import Starlette
@@ -88,22 +89,28 @@ async def _preflight(settings: Settings) -> str:
 
 
 async def socket_mode(settings: Settings) -> int:
-    """Socket Mode: Slack pushes events over a websocket; no public URL needed."""
-    from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+    """Socket Mode: Slack pushes events over a websocket; no public URL needed (`bot.socket_mode`).
+
+    A token Slack refuses, before anything starts, or Socket Mode turned off in the app's
+    settings later, ends the command (exit 2) with one line saying which.
+    """
+    from bot.socket_mode import SocketModeConnection, SocketModeError, run_socket_mode
 
     bot = await open_bot(settings)
     app_token = settings.slack_app_token
     assert app_token is not None
-    handler = AsyncSocketModeHandler(bot.bolt, app_token.get_secret_value(), web_client=bot.client)
-    await bot.start()
-    freeze_startup_heap()
+    stop = asyncio.Event()
+    _on_signals(stop)
     try:
-        await handler.connect_async()
-        log.info("connected in socket mode", extra={"agent": bot.agent.name})
-        await _until_signalled()
-    finally:
-        await handler.close_async()
-        await bot.close()
+        await run_socket_mode(
+            bot,
+            SocketModeConnection(bot, app_token.get_secret_value()),
+            stop,
+            connected=freeze_startup_heap,
+        )
+    except SocketModeError as err:
+        print(f"bot socket: {err}", file=sys.stderr)
+        return 2
     return 0
 
 

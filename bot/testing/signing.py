@@ -118,7 +118,7 @@ class SlackDriver(AgentDriving):
 
     # interactivity -------------------------------------------------------------------------
 
-    async def click(
+    def click_payload(
         self,
         user: str,
         button: dict[str, Any],
@@ -129,12 +129,13 @@ class SlackDriver(AgentDriving):
         response_url: str = "https://hooks.slack.invalid/actions/1",
         enterprise_id: str | None = None,
         team_id: str | None = None,
-    ) -> httpx.Response:
-        """Click a Block Kit button (a dict as found in the posted message's blocks), as `user`
-        of this driver's workspace, or of `team_id` / `enterprise_id` when given."""
+    ) -> dict[str, Any]:
+        """The `block_actions` payload of a click on a Block Kit button (a dict as found in the
+        posted message's blocks), as `user` of this driver's workspace, or of `team_id` /
+        `enterprise_id` when given."""
         team = team_id or self.team_id
         enterprise_id = enterprise_id or self.enterprise_id
-        payload = {
+        return {
             "type": "block_actions",
             "user": {"id": user, "username": user.lower(), "team_id": team},
             "api_app_id": self.api_app_id,
@@ -164,6 +165,30 @@ class SlackDriver(AgentDriving):
                 }
             ],
         }
+
+    async def click(
+        self,
+        user: str,
+        button: dict[str, Any],
+        *,
+        channel: str,
+        message_ts: str,
+        thread_ts: str | None = None,
+        response_url: str = "https://hooks.slack.invalid/actions/1",
+        enterprise_id: str | None = None,
+        team_id: str | None = None,
+    ) -> httpx.Response:
+        """Click a button (`click_payload`), signed and posted as Slack posts it."""
+        payload = self.click_payload(
+            user,
+            button,
+            channel=channel,
+            message_ts=message_ts,
+            thread_ts=thread_ts,
+            response_url=response_url,
+            enterprise_id=enterprise_id,
+            team_id=team_id,
+        )
         body = urlencode({"payload": json.dumps(payload)})
         return await self.send(body, content_type="application/x-www-form-urlencoded")
 

@@ -43,6 +43,7 @@ from bot.asgi_server import BackgroundServer
 from bot.testing.agent_surfaces import AgentSurfaces
 from bot.testing.blocks import blocks_problem
 from bot.testing.oauth import ACCESS, OAuthWorkspaces, bearer
+from bot.testing.socket_mode import SocketModeStandIn
 from bot.testing.workspace import STREAM_ERROR, Call, Message
 
 JSON_FIELDS = ("blocks", "metadata", "chunks", "attachments", "view", "prompts", "loading_messages")
@@ -102,6 +103,8 @@ class SlackStandIn(AgentSurfaces):
         self.oauth = OAuthWorkspaces(app_id=app_id)
         """Workspaces the app installs in, and their tokens (`bot.testing.oauth`)."""
         self._server: BackgroundServer | None = None
+        self.socket_mode: SocketModeStandIn | None = None
+        """The app's Socket Mode (`bot.testing.socket_mode`), once a test attaches one."""
         self._stopping = asyncio.Event()
         self._methods: dict[str, Handler] = {
             "auth.test": self._auth_test,
@@ -225,7 +228,9 @@ class SlackStandIn(AgentSurfaces):
                 self._dispatch(method, args)
             call.status = 500
             return Response("internal error", status_code=500)
-        if not auth.startswith("Bearer xox") and "token" not in args:
+        if method == "apps.connections.open" or auth.startswith("Bearer xapp-"):
+            call.response = self._app_level(method, auth.removeprefix("Bearer "))
+        elif not auth.startswith("Bearer xox") and "token" not in args:
             call.response = {"ok": False, "error": "not_authed"}
         elif (refused := self.oauth.refusal(token, args)) is not None:
             call.response = refused
@@ -251,6 +256,18 @@ class SlackStandIn(AgentSurfaces):
                 "response_metadata": {"messages": [f"[ERROR] unknown argument: {unknown[0]}"]},
             }
         return handler(args)
+
+    def _app_level(self, method: str, token: str) -> dict[str, Any]:
+        """`apps.connections.open` takes the app-level token and nothing else takes it
+        (https://docs.slack.dev/reference/methods/apps.connections.open); an app without
+        Socket Mode has no app-level token to accept."""
+        if method != "apps.connections.open" or token.startswith("xox"):
+            return {"ok": False, "error": "not_allowed_token_type"}
+        if not token:
+            return {"ok": False, "error": "not_authed"}
+        if self.socket_mode is None:
+            return {"ok": False, "error": "invalid_auth"}
+        return self.socket_mode.connections_open(token)
 
     def _fault_answer(self, kind: str, args: dict[str, Any]) -> dict[str, Any]:
         if kind == "not_in_streaming_state":
