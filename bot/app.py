@@ -24,6 +24,7 @@ from slack_bolt.adapter.starlette.async_handler import (
     to_starlette_response,
 )
 from slack_bolt.async_app import AsyncApp, AsyncBoltRequest
+from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 from starlette.applications import Starlette
@@ -59,6 +60,21 @@ from storage.delivery.store import DeliveryStore
 from storage.installations import InstallationStores
 
 log = logging.getLogger(__name__)
+
+
+class _ClientGivenNotice(logging.Filter):
+    """Drops Bolt's start-up warning that the token will be unused beside the given client.
+
+    Bolt reads `SLACK_BOT_TOKEN` from the environment whatever it is passed, and warns when a
+    client comes too; the client it is given is made from that same setting, so the warning
+    is noise at every start (`bot serve`, `bot socket`, workers)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != warning_client_prioritized_and_token_skipped()
+
+
+_BOLT_LOG = logging.getLogger("slack_bolt")
+_BOLT_LOG.addFilter(_ClientGivenNotice())
 
 PARSE_ON_LOOP_BYTES = 64 * 1024
 """Request bodies up to this size are parsed on the event loop; larger ones on a thread."""
@@ -177,7 +193,7 @@ class SlackBot:
             # `/slack/events` verifies every request (same slack_sdk verifier) before Bolt runs;
             # Socket Mode traffic needs no signature. Checking twice only costs ack time.
             request_verification_enabled=False,
-            logger=logging.getLogger("slack_bolt"),
+            logger=_BOLT_LOG,
             **oauth,
         )
         self.listeners.register(self.bolt)

@@ -58,3 +58,24 @@ async def test_logs_are_json_and_never_contain_the_token_or_the_secret(db_url, l
     assert "xoxb-other" not in text
     for line in text.splitlines():
         json.loads(line)
+
+
+async def test_start_up_logs_no_false_warning_about_the_bot_token(
+    db_url, launch, standin, monkeypatch
+):
+    """Bolt reads SLACK_BOT_TOKEN from the environment itself and warns, at every start, that
+    it is unused beside the client it is given; the client carries that same token."""
+    monkeypatch.setenv("SLACK_BOT_TOKEN", TOKEN)
+    buffer = io.StringIO()
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    setup_logging(level="DEBUG", secrets=[TOKEN, SECRET], stream=buffer)
+    try:
+        app = await launch(db_url, AGENT, model(SIMPLE))
+        await app.slack.mention("U0ALICE", "hello", channel="C0WARN")
+        await eventually(lambda: replies(standin, "C0WARN") and idle(standin, "C0WARN"))
+    finally:
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+    assert buffer.getvalue()  # the log was captured
+    assert "will be unused" not in buffer.getvalue()
