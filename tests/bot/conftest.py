@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any
 
 import pytest
-from sqlalchemy import delete
+from sqlalchemy import Table, delete
 
 from bot.testing import SlackStandIn
+from bot.testing.socket_mode import SocketModeStandIn
 from storage.delivery.schema import DELIVERY_TABLES
 from storage.sql.dialects import dialect_for
 from tests.bot.harness import ONE_PROCESS, WEB_AND_WORKER, Running, start_bot
@@ -21,11 +22,12 @@ def _loop_never_blocked(loop_watch: LoopWatch) -> LoopWatch:
     return loop_watch
 
 
-async def _empty_delivery_tables(url: str) -> None:
+async def empty_tables(url: str, tables: Iterable[Table]) -> None:
+    """Rows a previous test left in tables every test of a database shares, deleted."""
     engine = dialect_for(url).create_engine()
     try:
         async with engine.begin() as conn:
-            for table in DELIVERY_TABLES:
+            for table in tables:
                 await conn.execute(delete(table))
     finally:
         await engine.dispose()
@@ -40,6 +42,18 @@ async def standin() -> AsyncIterator[SlackStandIn]:
         await server.stop()
 
 
+@pytest.fixture
+async def socket(standin: SlackStandIn) -> AsyncIterator[SocketModeStandIn]:
+    """The app's Socket Mode, reached through the stand-in's `apps.connections.open`."""
+    server = await SocketModeStandIn().start()
+    standin.socket_mode = server
+    try:
+        yield server
+    finally:
+        standin.socket_mode = None
+        await server.stop()
+
+
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def picked_db_url(request: pytest.FixtureRequest) -> str:
     """The core flows run on both databases. Picked lazily by a sync fixture, so the database's
@@ -50,7 +64,7 @@ def picked_db_url(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 async def db_url(picked_db_url: str) -> str:
-    await _empty_delivery_tables(picked_db_url)
+    await empty_tables(picked_db_url, DELIVERY_TABLES)
     return picked_db_url
 
 

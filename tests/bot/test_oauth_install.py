@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 from pydantic import SecretStr
-from sqlalchemy import delete, select, update
+from sqlalchemy import select, update
 
 from agent import Agent, Schedule, ScriptedModel, ScriptedReply
 from bot.clock import Clock
@@ -32,6 +32,7 @@ from storage.installations.schema import INSTALLATION_TABLES, slack_bots, slack_
 from storage.installations.schema import slack_installations as installs
 from storage.sql.dialects import dialect_for
 from tests.bot.agents import AGENT, GATE, LONG, REFUND, SIMPLE, model
+from tests.bot.conftest import empty_tables
 from tests.bot.harness import SECRET, Running, approval, buttons, eventually, replies
 
 CLIENT_ID = "1111.2222"
@@ -51,13 +52,7 @@ SHARED = "C0SHARED"
 @pytest.fixture
 async def oauth_db(db_url: str) -> str:
     """The installation tables emptied: every test installs from nothing."""
-    engine = dialect_for(db_url).create_engine()
-    try:
-        async with engine.begin() as conn:
-            for table in INSTALLATION_TABLES:
-                await conn.execute(delete(table))
-    finally:
-        await engine.dispose()
+    await empty_tables(db_url, INSTALLATION_TABLES)
     return db_url
 
 

@@ -44,18 +44,6 @@ HELLO = "Hello from the agent."
 
 
 @pytest.fixture
-async def socket(standin: SlackStandIn) -> AsyncIterator[SocketModeStandIn]:
-    """The app's Socket Mode, reached through the stand-in's `apps.connections.open`."""
-    server = await SocketModeStandIn().start()
-    standin.socket_mode = server
-    try:
-        yield server
-    finally:
-        standin.socket_mode = None
-        await server.stop()
-
-
-@pytest.fixture
 async def slack(standin: SlackStandIn) -> AsyncIterator[SlackDriver]:
     """Builds Slack's payloads (and signs them, for the HTTP bot where there is one)."""
     async with SlackDriver("http://127.0.0.1:1", SECRET, standin=standin) as driver:

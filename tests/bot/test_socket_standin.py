@@ -15,19 +15,8 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.testing import SlackStandIn
-from bot.testing.socket_mode import APP_TOKEN, SocketModeStandIn
+from bot.testing.socket_mode import APP_TOKEN
 from tests.bot.harness import TOKEN
-
-
-@pytest.fixture
-async def socket(standin: SlackStandIn) -> AsyncIterator[SocketModeStandIn]:
-    server = await SocketModeStandIn().start()
-    standin.socket_mode = server
-    try:
-        yield server
-    finally:
-        standin.socket_mode = None
-        await server.stop()
 
 
 @pytest.fixture
