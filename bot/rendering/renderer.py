@@ -100,6 +100,7 @@ class SessionRenderer:
         self.approvals = ApprovalPosts(
             key=key, target=target, delivery=delivery, slack=self.slack, clock=clock, home=home
         )
+        self.home = home
 
     # main loop ------------------------------------------------------------------------------
 
@@ -333,6 +334,19 @@ class SessionRenderer:
         )
         view.live_open = False
         await self.status.ended(said_by_stream=said)
+        await self._refresh_speakers_home(view.turn_id)
+
+    async def _refresh_speakers_home(self, turn_id: str) -> None:
+        """The speaker's Home tab lists the turn among their recent ones, with the status it had
+        when the tab was last published (a Home click publishes it `queued`): shown ended now,
+        not only when they next open the tab. Only a person with a Home tab is published to."""
+        if self.home is None:
+            return
+        record = await self.store.get_turn(self.key, turn_id)
+        speaker = record.input.speaker_key if record is not None else None
+        if speaker:
+            team, _, user = speaker.partition(":")
+            self.home.refresh(team, {user})
 
 
 def _title(name: str) -> str:

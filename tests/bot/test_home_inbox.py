@@ -65,6 +65,8 @@ async def test_the_inbox_lists_the_request_and_approve_there_resumes_the_turn(
     # the request went from the inbox; the turn is among her recent conversations
     await eventually(lambda: EMPTY in texts(standin, "U0ALICE"))
     assert "refund order 42" in texts(standin, "U0ALICE")
+    # and, once it has ended, as ended: the tab open all along is not left saying "queued"
+    await eventually(lambda: "refund order 42 · completed" in texts(standin, "U0ALICE"))
     assert standin.ephemerals == []
 
 
