@@ -15,7 +15,8 @@ On when `SLACK_CLIENT_ID` and `SLACK_CLIENT_SECRET` are set and `SLACK_BOT_TOKEN
   the workspace is deleted before the ack; `tokens_revoked`
   (https://docs.slack.dev/reference/events/tokens_revoked): only those it names (the bot's;
   the users' installations by user id). Then, once the bot token is gone, the workspace's
-  unfinished turns are stopped durably (`session.stop`, reason `uninstalled`) after the ack: a
+  unfinished turns are stopped durably (`session.stop`, reason `uninstalled`) after the ack (or,
+  if this process dies first, by the next renderer that finds no installation): a
   stopped turn calls the model no more, and nothing is shown for it (the workspace has no
   token to show it with; its renderers go idle).
 """
@@ -35,14 +36,12 @@ from slack_sdk.web.async_client import AsyncWebClient
 from agent import Agent, Runtime
 from bot.inbound import is_slack_id
 from bot.settings import Settings
-from bot.slack_clients import SlackClients
+from bot.slack_clients import UNINSTALLED, SlackClients
 from storage.delivery.store import DeliveryStore
 from storage.installations.store import InstallationStores
 
 log = logging.getLogger(__name__)
 
-UNINSTALLED = "uninstalled"
-"""The cancellation reason of the turns an uninstall (or a revoked bot token) stops."""
 INSTALL_PATH = "/slack/install"
 REDIRECT_PATH = "/slack/oauth_redirect"
 

@@ -27,6 +27,9 @@ from storage.installations.store import TeamInstallationStore
 log = logging.getLogger(__name__)
 
 NOT_INSTALLED = "not_installed"
+UNINSTALLED = "uninstalled"
+"""The cancellation reason of the turns of a workspace that removed the app (`bot.oauth`), or
+whose installation a renderer finds gone (`bot.rendering.pool`)."""
 CACHE_SECONDS = 30.0
 """How long a process keeps a team's client before looking its token up again: how long a
 process that did not receive `app_uninstalled` itself (a worker) may still try a dead token

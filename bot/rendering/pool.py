@@ -21,7 +21,7 @@ from bot.rendering.lease import LeaseLost, RenderSettings
 from bot.rendering.parts import Target
 from bot.rendering.renderer import SessionRenderer
 from bot.slack_calls import SlackCallError
-from bot.slack_clients import NotInstalled, SlackClients
+from bot.slack_clients import UNINSTALLED, NotInstalled, SlackClients
 from storage.delivery.store import DeliveryStore, Post
 
 if TYPE_CHECKING:
@@ -78,6 +78,16 @@ class RendererPool:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks.clear()
+
+    async def _stop_uninstalled(self, key: str) -> None:
+        try:
+            session = self.runtime.session(self.runtime.agent_for(key), key)
+            stopped = await session.stop(reason=UNINSTALLED)
+        except Exception:
+            log.exception("could not stop the turns of a removed workspace", extra={"session": key})
+            return
+        if stopped:
+            log.info("stopped the turns of a removed workspace", extra={"session": key})
 
     @property
     def running(self) -> int:
@@ -143,9 +153,12 @@ class RendererPool:
             try:
                 client = await self.clients.for_team(target.team)
             except NotInstalled:
-                # The workspace removed the app (its turns were stopped then): nothing can be
-                # shown there, so the session stops asking to be rendered until it is
-                # registered again (a new event, after a new install).
+                # The workspace removed the app: nothing can be shown there, so the session
+                # stops asking to be rendered until it is registered again (a new event, after
+                # a new install). Its turns were stopped when the uninstall came, unless that
+                # process died right after its ack (Slack sends it once): stopped here then,
+                # so none goes on calling the model unseen.
+                await self._stop_uninstalled(key)
                 await self.delivery.go_idle(key, target.activity)
                 return
             renderer = SessionRenderer(

@@ -19,13 +19,13 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 from pydantic import SecretStr
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 
 from agent import Agent, Schedule, ScriptedModel, ScriptedReply
 from bot.clock import Clock
 from bot.commands import clock_team
 from bot.inbound import session_key
-from bot.oauth import UNINSTALLED
+from bot.slack_clients import UNINSTALLED
 from bot.testing import SlackDriver, SlackStandIn
 from bot.testing.http import local_client
 from storage.installations.schema import INSTALLATION_TABLES, slack_bots, slack_oauth_states
@@ -367,6 +367,42 @@ async def test_an_uninstall_deletes_the_tokens_and_stops_the_workspaces_work(
     finally:
         await ours.aclose()
         await theirs.aclose()
+
+
+async def test_a_workspace_without_tokens_has_its_turns_stopped_by_whoever_renders_it(
+    oauth_db: str, launch: Launch, workspaces: SlackStandIn, browser: httpx.AsyncClient
+) -> None:
+    """The uninstall's process deleted the tokens, acked, and died before stopping the
+    workspace's turns (Slack does not send the event again): the next process to take the
+    session up to render it finds no installation, and stops them instead."""
+    app = await launch(oauth_db, AGENT, model(REFUND), **OAUTH)
+    await install(browser, app, "T0AAA")
+    ours = driver(app, "T0AAA")
+    try:
+        ts = await ours.mention("U0ALICE", "refund order 42", channel="C0AAA")
+        key = session_key("T0AAA", "C0AAA", ts)
+        await eventually(lambda: approval(workspaces, "C0AAA"), within=30)
+        [parked] = await app.turns(key)
+        assert parked.status.value == "suspended"
+
+        workspaces.oauth.revoke("T0AAA")
+        await execute(oauth_db, delete(slack_bots).where(slack_bots.c.team_id == "T0AAA"))
+        await execute(oauth_db, delete(installs).where(installs.c.team_id == "T0AAA"))
+        for bot in {app.bot, app.runner}:  # a process that starts now has nothing cached
+            bot.clients.forget("T0AAA")
+            bot.render_clients.forget("T0AAA")
+        calls = len(workspaces.calls)
+        app.runner.renderers.kick(key)  # what its next event, or a restarted sweep, does
+
+        async def stopped() -> bool:
+            return (await app.turns(key))[0].status.value == "cancelled"
+
+        await eventually(stopped, within=30)
+        [turn] = await app.turns(key)
+        assert turn.cancel_reason == UNINSTALLED
+        assert all(c.team != "T0AAA" for c in workspaces.calls[calls:])
+    finally:
+        await ours.aclose()
 
 
 async def test_a_revoked_bot_token_is_deleted_and_a_revoked_user_token_leaves_the_bot(
