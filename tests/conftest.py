@@ -1,8 +1,10 @@
 """Shared fixtures: real databases for the stores, set up once per run and emptied per test.
 
-- PostgreSQL: one database per test run (`bot_test_<random>`), migrated once, dropped at the end;
-  every test that uses it starts with its tables truncated (every table the migrations made, so a
-  later revision's tables are emptied too). The server comes from `BOT_TEST_POSTGRES_URL` (default
+- PostgreSQL: one database per test run (`bot_test_<time>_<random>`), migrated once, dropped
+  after the run by a detached process (`tests.support.pg_databases`: a drop waits on a checkpoint,
+  which a busy server is slow to finish, so no teardown waits for one); every test that uses it
+  starts with its tables truncated (every table the migrations made, so a later revision's
+  tables are emptied too). The server comes from `BOT_TEST_POSTGRES_URL` (default
   `postgresql://postgres@127.0.0.1:5432/test`). If it cannot be reached the test fails, saying
   so; set `BOT_TEST_SKIP_POSTGRES=1` to skip instead, except where `BOT_TEST_REQUIRE_SERVICES=1`
   (CI): there a missing server always fails, so a green run cannot hide skipped databases.
@@ -19,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import secrets
 import shutil
 from collections.abc import AsyncIterator, Coroutine, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -34,6 +35,7 @@ from sqlalchemy.engine import make_url
 from agent import SessionStore
 from storage import MemoryStore, SqlStore, upgrade_database
 from storage.sql.schema import STORE_TABLES
+from tests.support import pg_databases
 from tests.support.service_policy import service_unavailable
 
 T = TypeVar("T")
@@ -93,9 +95,16 @@ def _connect_server() -> psycopg.Connection[Any]:
 
 
 @pytest.fixture(scope="session")
-def postgres_database() -> Iterator[str]:
+def scratch_databases() -> list[str]:
+    """Names of the other PostgreSQL databases this run made (`pg_databases.new_name`); dropped
+    with the run's own, after it."""
+    return []
+
+
+@pytest.fixture(scope="session")
+def postgres_database(scratch_databases: list[str]) -> Iterator[str]:
     """A migrated database of its own for this test run; yields its SQLAlchemy URL."""
-    name = f"bot_test_{secrets.token_hex(6)}"
+    name = pg_databases.new_name()
     with _connect_server() as admin:
         admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     url = (
@@ -107,10 +116,7 @@ def postgres_database() -> Iterator[str]:
         run_async(upgrade_database(url))
         yield url
     finally:
-        with _connect_server() as admin:
-            admin.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-            )
+        pg_databases.drop_later(_server_conninfo(), [name, *scratch_databases])
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -33,6 +32,7 @@ from storage.installations.schema import installation_metadata
 from storage.migrate import MIGRATIONS_DIR, alembic_config, head_revision, script_revisions
 from storage.sql.dialects import WRITE_OPTION, PostgresDialect, SqliteDialect, dialect_for
 from storage.sql.schema import metadata
+from tests.support import pg_databases
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -44,20 +44,16 @@ def sql_url(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def empty_postgres_url(postgres_database: str) -> Iterator[str]:
-    """A second, never-migrated PostgreSQL database on the test server."""
+def empty_postgres_url(postgres_database: str, scratch_databases: list[str]) -> str:
+    """A second, never-migrated PostgreSQL database on the test server (dropped after the run,
+    never by this test: see `tests.support.pg_databases`)."""
     base = make_url(postgres_database)
-    name = f"{base.database}_empty"
+    name = pg_databases.new_name("empty")
     admin = base.set(drivername="postgresql").render_as_string(hide_password=False)
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    try:
-        yield base.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-            )
+    scratch_databases.append(name)
+    return base.set(database=name).render_as_string(hide_password=False)
 
 
 def test_public_api_is_exactly_what_all_lists() -> None:
