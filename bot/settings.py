@@ -70,6 +70,14 @@ class Settings(BaseSettings):
     """Per request to the Messages API (the SDK's `timeout`); a stream counts as one request."""
     anthropic_max_retries: int = Field(default=2, ge=0, alias="ANTHROPIC_MAX_RETRIES")
     """The SDK's retries of a refused request, and the adapter's restarts of a broken stream."""
+    anthropic_max_context_tokens: int | None = Field(
+        default=None, ge=1, alias="ANTHROPIC_MAX_CONTEXT_TOKENS"
+    )
+    """Unset: no bound. Set: the oldest turns are left out of a request whose estimated size
+    (characters / 4, system prompt and tools included) would exceed it."""
+    anthropic_long_cache: bool = Field(default=True, alias="ANTHROPIC_LONG_CACHE")
+    """A request after which the turn may wait for a person is cached for an hour where the
+    model takes it; false keeps the 5-minute default (a gateway that refuses `ttl`)."""
     agent_dir: str | None = Field(default=None, alias="AGENT_DIR")
     host: str = Field(default="0.0.0.0", alias="HOST")
     port: int = Field(default=3000, alias="PORT")

@@ -1,0 +1,553 @@
+"""One check per documented setting: the bot, model or command is built from the environment
+with a value other than the default, and the check finds that value where it acts.
+
+`CHECKS` maps every setting's environment name to its check, by hand: a setting added to the
+code without one fails `test_every_setting_has_a_check`, so none can be documented and ignored
+(as `ANTHROPIC_MAX_CONTEXT_TOKENS` and `ANTHROPIC_LONG_CACHE` once were). Where a value only
+shows in behaviour, the check looks at the behaviour: the request the Anthropic stand-in
+received, a Slack signature accepted, a Redis consumer group made, a token sent to Slack.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+from redis.asyncio import Redis
+
+from agent import (
+    AssistantMessage,
+    ModelError,
+    ModelSettings,
+    PolicyAnswerer,
+    ScriptedModel,
+    ScriptedReply,
+    TextBlock,
+    UserMessage,
+    load_agent,
+)
+from agent.seams import ModelRequest
+from bot import commands
+from bot.app import SlackBot, build_model, open_bot
+from bot.logs import JsonFormatter
+from bot.settings import Settings
+from bot.testing import SlackStandIn, sign_request
+from bot.testing.socket_mode import SocketModeStandIn
+from storage import SqlStore
+from tests.support import children
+from tests.support.anthropic_standin import AnthropicStandin, Text, http_error, sse_reply
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "ops_agent"
+KEY = "sk-ant-api03-every-setting-check"
+TOKEN = "xoxb-every-setting-check"
+SECRET = "every-setting-signing-secret"
+API_TOKEN = "every-setting-api-token-0001"
+
+
+@dataclass
+class Ctx:
+    """What a check builds on: a clean environment (only what the check sets is read), a
+    migrated SQLite database, and stand-ins started on first use."""
+
+    env: pytest.MonkeyPatch
+    db_url: str
+    tmp: Path
+    stack: contextlib.AsyncExitStack
+    _slack: SlackStandIn | None = None
+    _anthropic: AnthropicStandin | None = None
+    _slack_env: bool = False
+    opened: list[SlackBot] = field(default_factory=list)
+
+    def set(self, **values: str) -> None:
+        for name, value in values.items():
+            self.env.setenv(name, value)
+
+    async def slack(self) -> SlackStandIn:
+        if self._slack is None:
+            self._slack = await self.stack.enter_async_context(SlackStandIn())
+        return self._slack
+
+    async def anthropic(self) -> AnthropicStandin:
+        """Started and stopped on a thread: it serves from a thread of its own, and waiting
+        for that must not hold this loop."""
+        if self._anthropic is None:
+            standin = AnthropicStandin()
+            await asyncio.to_thread(standin.start)
+            self.stack.push_async_callback(asyncio.to_thread, standin.stop)
+            self._anthropic = standin
+            self.set(ANTHROPIC_BASE_URL=standin.base_url)
+        return self._anthropic
+
+    async def slack_env(self) -> None:
+        """What every Slack command needs: a database, one workspace's credentials, a model
+        (set once: a check may then take one away)."""
+        if self._slack_env:
+            return
+        self._slack_env = True
+        standin = await self.slack()
+        self.set(
+            DATABASE_URL=self.db_url,
+            SLACK_BOT_TOKEN=TOKEN,
+            SLACK_SIGNING_SECRET=SECRET,
+            SLACK_API_URL=standin.api_url,
+            ANTHROPIC_API_KEY=KEY,
+        )
+
+    async def bot(self, **kwargs: Any) -> SlackBot:
+        """The bot `bot serve` opens from this environment (a scripted model unless the check
+        looks at the model); closed when the check ends."""
+        await self.slack_env()
+        kwargs.setdefault("model", ScriptedModel([ScriptedReply(text="ok")]))
+        bot = await open_bot(Settings(), **kwargs)
+        self.stack.push_async_callback(bot.close)
+        return bot
+
+    async def sent(self, request: ModelRequest | None = None) -> dict[str, Any]:
+        """The body of the one request the model this environment builds sends."""
+        api = await self.anthropic()
+        self.set(ANTHROPIC_API_KEY=KEY)
+        api.enqueue(sse_reply(Text("ok")))
+        model = await asyncio.to_thread(build_model, Settings())  # the SDK's first import
+        try:
+            async for _ in model.stream(request or _hello()):
+                pass
+        finally:
+            await model.aclose()  # type: ignore[attr-defined]
+        return api.requests[-1].body
+
+
+Check = Callable[[Ctx], Awaitable[None]]
+
+
+def _hello(*, may_wait: bool = False) -> ModelRequest:
+    return ModelRequest(
+        system="",
+        messages=(UserMessage(turn_id="t", text="hi"),),
+        settings=ModelSettings(),
+        may_wait=may_wait,
+    )
+
+
+# -- storage and processes --------------------------------------------------------------------
+
+
+async def database_url(ctx: Ctx) -> None:
+    """The turn a bot runs is stored there; the example agent's payments use it too."""
+    bot = await ctx.bot()
+    result = await bot.runtime.session(bot.agent, "check:db").turn("hello")
+    assert result.text == "ok"
+    store = await SqlStore.open(ctx.db_url)
+    try:
+        assert [t.turn_id for t in await store.list_turns("check:db")] == [result.turn_id]
+    finally:
+        await store.close()
+    tool = next(t for t in bot.agent.tools if t.name == "issue_refund")
+    assert sys.modules[tool.fn.__module__]._config.database_url == ctx.db_url
+
+
+async def redis(ctx: Ctx) -> None:
+    """`REDIS_URL` and `REDIS_PREFIX`: a started bot serves the turn stream's consumer group,
+    named by the prefix, on that server."""
+    from tests.support.redis_fixtures import DEFAULT_REDIS_URL, _ping, _unavailable
+
+    url = os.environ.get("BOT_TEST_REDIS_URL", DEFAULT_REDIS_URL)
+    if (reason := await _ping(url)) is not None:
+        _unavailable(f"Redis is not reachable: {reason}")
+    prefix = f"bot-test:setting-{secrets.token_hex(4)}"
+    ctx.set(REDIS_URL=url, REDIS_PREFIX=prefix)
+    bot = await ctx.bot()
+    await bot.start()
+    client = Redis.from_url(url)
+    try:
+        async with asyncio.timeout(30):
+            while True:
+                with contextlib.suppress(Exception):
+                    groups = await client.xinfo_groups(f"{prefix}:turns")
+                    if [g["name"] for g in groups] == [f"{prefix}:workers".encode()]:
+                        break
+                await asyncio.sleep(0.05)
+    finally:
+        await client.delete(f"{prefix}:turns")
+        await client.aclose()
+
+
+async def run_turns(ctx: Ctx) -> None:
+    ctx.set(RUN_TURNS="false")
+    bot = await ctx.bot(model=None)
+    assert bot.runtime.run_turns is False
+    assert type(bot.runtime.model).__name__ == "DeferredModel", "no model built for no turn"
+
+
+async def worker_poll(ctx: Ctx) -> None:
+    ctx.set(WORKER_POLL_SECONDS="0.7")
+    bot = await ctx.bot(worker=True)
+    assert bot.runtime.recovery_interval == 0.7
+    assert bot.renderers.sweep_interval == 0.7
+
+
+async def context_messages(ctx: Ctx) -> None:
+    ctx.set(CONTEXT_MESSAGES="17")
+    assert (await ctx.bot()).runtime.context_messages == 17
+
+
+async def agent_dir(ctx: Ctx) -> None:
+    where = ctx.tmp / "my_agent"
+    where.mkdir()
+    (where / "instructions.md").write_text("You are the check agent.")
+    (where / "agent.py").write_text('name = "check-agent"\n')
+    ctx.set(AGENT_DIR=str(where))
+    assert (await ctx.bot()).agent.name == "check-agent"
+
+
+async def serve(ctx: Ctx) -> None:
+    """`HOST`, `PORT`, `WEB_CONCURRENCY`: what `bot serve` hands uvicorn."""
+    await ctx.slack_env()
+    ctx.set(HOST="127.0.0.2", PORT="3999", WEB_CONCURRENCY="3")
+    ran: dict[str, Any] = {}
+    ctx.env.setattr(uvicorn, "run", lambda app, **kwargs: ran.update(kwargs, app=app))
+    assert await asyncio.to_thread(commands.serve, Settings()) == 0
+    assert (ran["host"], ran["port"], ran["workers"]) == ("127.0.0.2", 3999, 3)
+
+
+async def clock(ctx: Ctx) -> None:
+    """`CRON_GRACE_SECONDS` and the `PRUNE_*` ages: the clock `bot clock` runs."""
+    from bot.clock import Clock
+
+    await ctx.slack_env()
+    ctx.set(
+        CRON_GRACE_SECONDS="120",
+        PRUNE_OLDER_THAN="12h",
+        PRUNE_RECEIPTS_OLDER_THAN="2w",
+        PRUNE_EVERY="90m",
+        PRUNE_BATCH="7",
+    )
+    built: list[Clock] = []
+
+    class Recorded(Clock):
+        async def run(self, stop: asyncio.Event) -> None:
+            built.append(self)
+
+    ctx.env.setattr(commands, "Clock", Recorded)
+    ctx.env.setattr(commands, "freeze_startup_heap", lambda: None)
+    ctx.env.setattr(commands, "_on_signals", lambda stop: None)
+    assert await commands.clock(Settings()) == 0
+    [ticker] = built
+    assert ticker.grace == 120
+    assert ticker.retention is not None
+    assert (ticker.retention.older_than, ticker.retention.receipts_older_than) == (
+        12 * 3600,
+        14 * 86400,
+    )
+    assert (ticker.retention.every, ticker.retention.batch) == (90 * 60, 7)
+
+
+async def logging_setup(ctx: Ctx) -> None:
+    """`LOG_LEVEL`, `LOG_FORMAT`: the logging every web process sets up."""
+    await ctx.slack_env()
+    ctx.set(LOG_LEVEL="DEBUG", LOG_FORMAT="text")
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    try:
+        commands.web_app()
+        assert root.level == logging.DEBUG
+        [handler] = root.handlers
+        assert not isinstance(handler.formatter, JsonFormatter)
+    finally:
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+
+
+# -- Slack --------------------------------------------------------------------------------------
+
+
+async def bot_token(ctx: Ctx) -> None:
+    bot = await ctx.bot()
+    assert bot.client.token == TOKEN
+    assert (await bot.client.auth_test())["ok"]
+
+
+async def signing_secret(ctx: Ctx) -> None:
+    bot = await ctx.bot()
+    body = '{"type": "event_callback"}'
+    signed = sign_request(SECRET, body)
+    forged = sign_request("another-signing-secret", body)
+    assert bot.verifier is not None
+    for headers, valid in ((signed, True), (forged, False)):
+        ts, signature = headers["X-Slack-Request-Timestamp"], headers["X-Slack-Signature"]
+        assert bot.verifier.is_valid(body, ts, signature) is valid
+
+
+async def api_url(ctx: Ctx) -> None:
+    bot = await ctx.bot()
+    standin = await ctx.slack()
+    assert bot.client.base_url == standin.api_url
+    await bot.client.auth_test()
+    assert [c.method for c in standin.calls] == ["auth.test"]
+
+
+async def app_token(ctx: Ctx) -> None:
+    """`bot socket` opens its connection with this token: Slack (the stand-in, expecting
+    exactly this one) lets it in."""
+    standin = await ctx.slack()
+    token = f"xapp-1-A0DEMO-1-check{secrets.token_hex(6)}"
+    socket = await ctx.stack.enter_async_context(SocketModeStandIn(app_token=token))
+    standin.socket_mode = socket
+    env = {
+        "DATABASE_URL": ctx.db_url,
+        "SLACK_BOT_TOKEN": TOKEN,
+        "SLACK_APP_TOKEN": token,
+        "SLACK_API_URL": standin.api_url,
+        "ANTHROPIC_API_KEY": KEY,
+        "LOG_LEVEL": "WARNING",
+    }
+    proc = await children.start("bot.cli", "socket", env=env)
+    try:
+        await socket.connected(1, within=60)
+    finally:
+        await children.stop(proc)
+
+
+async def oauth(ctx: Ctx) -> None:
+    """`SLACK_CLIENT_ID`, `SLACK_CLIENT_SECRET`, `SLACK_SCOPES`, `SLACK_INSTALL_REDIRECT_URI`:
+    the install flow a bot installed in many workspaces serves."""
+    await ctx.slack_env()
+    ctx.env.delenv("SLACK_BOT_TOKEN")
+    ctx.set(
+        SLACK_CLIENT_ID="1234.5678",
+        SLACK_CLIENT_SECRET="every-setting-client-secret",
+        SLACK_SCOPES="chat:write, commands",
+        SLACK_INSTALL_REDIRECT_URI="https://bot.example.org/slack/oauth_redirect",
+    )
+    bot = await ctx.bot()
+    assert bot.installations is not None
+    flow = bot.bolt.oauth_flow
+    assert flow is not None
+    assert (flow.settings.client_id, flow.settings.client_secret) == (
+        "1234.5678",
+        "every-setting-client-secret",
+    )
+    assert flow.settings.scopes == ["chat:write", "commands"]
+    assert flow.settings.redirect_uri == "https://bot.example.org/slack/oauth_redirect"
+
+
+async def clock_team(ctx: Ctx) -> None:
+    await ctx.slack_env()
+    ctx.env.delenv("SLACK_BOT_TOKEN")
+    ctx.set(SLACK_CLIENT_ID="1234.5678", SLACK_CLIENT_SECRET="s", SLACK_CLOCK_TEAM="T0CLOCK")
+    settings = Settings()
+    assert await commands.clock_team(await ctx.bot(), settings) == "T0CLOCK"
+
+
+async def listeners(ctx: Ctx) -> None:
+    """`REPLACE_IN_FLIGHT`, `RESET_COMMAND`, `MAX_INBOUND_CHARS` (the API's limit too)."""
+    ctx.set(
+        REPLACE_IN_FLIGHT="false",
+        RESET_COMMAND="/ops-reset",
+        MAX_INBOUND_CHARS="123",
+        API_TOKENS=f'{{"{API_TOKEN}": {{"team": "T1", "user": "U1"}}}}',
+    )
+    bot = await ctx.bot()
+    assert bot.listeners.replace_in_flight is False
+    assert bot.listeners.reset_command == "/ops-reset"
+    assert bot.listeners.max_inbound_chars == 123
+    assert bot.api is not None
+    assert bot.api.settings.max_chars == 123
+
+
+async def rendering(ctx: Ctx) -> None:
+    ctx.set(STREAM_MAX_AGE_SECONDS="100", STREAM_FLUSH_SECONDS="0.3", STREAM_FLUSH_CHARS="50")
+    settings = (await ctx.bot()).renderers.settings
+    assert (settings.stream_max_age, settings.flush_interval, settings.flush_chars) == (
+        100,
+        0.3,
+        50,
+    )
+
+
+async def api(ctx: Ctx) -> None:
+    """`API_TOKENS` and the API's waits: the turn API a bot serves."""
+    ctx.set(
+        API_TOKENS=f'{{"{API_TOKEN}": {{"team": "T1", "user": "U1"}}}}',
+        API_TURN_WAIT_SECONDS="5",
+        API_HEARTBEAT_SECONDS="3",
+        API_POLL_SECONDS="0.5",
+    )
+    served = (await ctx.bot()).api
+    assert served is not None
+    caller = served.tokens.caller(f"Bearer {API_TOKEN}")
+    assert caller is not None
+    assert (caller.team, caller.user) == ("T1", "U1")
+    assert (served.settings.wait, served.settings.heartbeat, served.settings.poll) == (5, 3, 0.5)
+
+
+# -- the model ----------------------------------------------------------------------------------
+
+
+async def anthropic_key(ctx: Ctx) -> None:
+    await ctx.sent()
+    assert (await ctx.anthropic()).requests[-1].credential == KEY
+
+
+async def anthropic_base_url(ctx: Ctx) -> None:
+    await ctx.sent()
+    assert len((await ctx.anthropic()).requests) == 1
+
+
+async def anthropic_model(ctx: Ctx) -> None:
+    ctx.set(ANTHROPIC_MODEL="claude-haiku-4-5")
+    assert (await ctx.sent())["model"] == "claude-haiku-4-5"
+
+
+async def anthropic_max_tokens(ctx: Ctx) -> None:
+    ctx.set(ANTHROPIC_MAX_TOKENS="1234")
+    assert (await ctx.sent())["max_tokens"] == 1234
+
+
+async def anthropic_thinking(ctx: Ctx) -> None:
+    ctx.set(ANTHROPIC_THINKING="true")
+    assert (await ctx.sent())["thinking"] == {"type": "adaptive"}
+
+
+async def anthropic_thinking_budget(ctx: Ctx) -> None:
+    ctx.set(
+        ANTHROPIC_THINKING="true", ANTHROPIC_MAX_TOKENS="8000", ANTHROPIC_THINKING_BUDGET="2048"
+    )
+    assert (await ctx.sent())["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+
+
+async def anthropic_timeout(ctx: Ctx) -> None:
+    ctx.set(ANTHROPIC_TIMEOUT_SECONDS="42.5")
+    await ctx.sent()
+    assert (await ctx.anthropic()).requests[-1].headers["x-stainless-read-timeout"] == "42.5"
+
+
+async def anthropic_max_retries(ctx: Ctx) -> None:
+    """One retry of a refused request, not the default two."""
+    api = await ctx.anthropic()
+    ctx.set(ANTHROPIC_API_KEY=KEY, ANTHROPIC_MAX_RETRIES="1")
+    api.enqueue(*(http_error(529, "overloaded_error") for _ in range(3)))
+    model = await asyncio.to_thread(build_model, Settings())  # the SDK's first import
+    try:
+        with pytest.raises(ModelError, match="overloaded_error"):
+            async for _ in model.stream(_hello()):
+                pass
+    finally:
+        await model.aclose()  # type: ignore[attr-defined]
+    assert len(api.requests) == 2
+
+
+async def anthropic_max_context_tokens(ctx: Ctx) -> None:
+    """A long thread is trimmed to its newest exchanges (the stored transcript is not)."""
+    long = "word " * 2000  # about 2,500 tokens by the chars / 4 estimate
+    history = []
+    for n in range(3):
+        history += [
+            UserMessage(turn_id=f"t{n}", text=f"question {n}: {long}"),
+            AssistantMessage(
+                turn_id=f"t{n}", content=(TextBlock(text=f"answer {n}"),), stop_reason="end_turn"
+            ),
+        ]
+    request = ModelRequest(
+        system="",
+        messages=(*history, UserMessage(turn_id="t3", text="the latest question")),
+        settings=ModelSettings(),
+    )
+    assert len((await ctx.sent(request))["messages"]) == 7, "unset: nothing is trimmed"
+    ctx.set(ANTHROPIC_MAX_CONTEXT_TOKENS="3000")
+    sent = (await ctx.sent(request))["messages"]
+    assert len(sent) == 3
+    assert "question 2" in sent[0]["content"][0]["text"]
+
+
+async def anthropic_long_cache(ctx: Ctx) -> None:
+    """Off, a request after which a person may be waited on keeps the 5-minute lifetime."""
+
+    def lifetimes(body: dict[str, Any]) -> set[str | None]:
+        blocks = [b for m in body["messages"] for b in m["content"] if "cache_control" in b]
+        return {b["cache_control"].get("ttl") for b in blocks}
+
+    assert lifetimes(await ctx.sent(_hello(may_wait=True))) == {"1h"}
+    ctx.set(ANTHROPIC_LONG_CACHE="false")
+    assert lifetimes(await ctx.sent(_hello(may_wait=True))) == {None}
+
+
+# -- the example agent --------------------------------------------------------------------------
+
+
+async def ops_refund_approvers(ctx: Ctx) -> None:
+    ctx.set(DATABASE_URL=ctx.db_url, OPS_REFUND_APPROVERS="U0BOSS, U0CFO")
+    agent = load_agent(EXAMPLE)
+    refund = next(t for t in agent.tools if t.name == "issue_refund")
+    assert refund.answerers == PolicyAnswerer(policy="refund-approvers", scope="refunds")
+    authorize = agent.authorize_answer
+    assert authorize is not None
+    for user, allowed in (("U0CFO", True), ("U0ALICE", False)):
+        asked = {"policy": "refund-approvers", "principal": {"team": "T1", "user": user}}
+        assert await authorize(asked) is allowed  # type: ignore[arg-type]
+
+
+async def ops_channel(ctx: Ctx) -> None:
+    ctx.set(DATABASE_URL=ctx.db_url, OPS_CHANNEL="C0CHECK")
+    assert [s.channel for s in load_agent(EXAMPLE).schedules] == ["C0CHECK"]
+
+
+CHECKS: dict[str, Check] = {
+    "DATABASE_URL": database_url,
+    "REDIS_URL": redis,
+    "REDIS_PREFIX": redis,
+    "RUN_TURNS": run_turns,
+    "WORKER_POLL_SECONDS": worker_poll,
+    "CONTEXT_MESSAGES": context_messages,
+    "AGENT_DIR": agent_dir,
+    "HOST": serve,
+    "PORT": serve,
+    "WEB_CONCURRENCY": serve,
+    "CRON_GRACE_SECONDS": clock,
+    "PRUNE_OLDER_THAN": clock,
+    "PRUNE_RECEIPTS_OLDER_THAN": clock,
+    "PRUNE_EVERY": clock,
+    "PRUNE_BATCH": clock,
+    "LOG_LEVEL": logging_setup,
+    "LOG_FORMAT": logging_setup,
+    "SLACK_BOT_TOKEN": bot_token,
+    "SLACK_SIGNING_SECRET": signing_secret,
+    "SLACK_API_URL": api_url,
+    "SLACK_APP_TOKEN": app_token,
+    "SLACK_CLIENT_ID": oauth,
+    "SLACK_CLIENT_SECRET": oauth,
+    "SLACK_SCOPES": oauth,
+    "SLACK_INSTALL_REDIRECT_URI": oauth,
+    "SLACK_CLOCK_TEAM": clock_team,
+    "REPLACE_IN_FLIGHT": listeners,
+    "RESET_COMMAND": listeners,
+    "MAX_INBOUND_CHARS": listeners,
+    "STREAM_MAX_AGE_SECONDS": rendering,
+    "STREAM_FLUSH_SECONDS": rendering,
+    "STREAM_FLUSH_CHARS": rendering,
+    "API_TOKENS": api,
+    "API_TURN_WAIT_SECONDS": api,
+    "API_HEARTBEAT_SECONDS": api,
+    "API_POLL_SECONDS": api,
+    "ANTHROPIC_API_KEY": anthropic_key,
+    "ANTHROPIC_BASE_URL": anthropic_base_url,
+    "ANTHROPIC_MODEL": anthropic_model,
+    "ANTHROPIC_MAX_TOKENS": anthropic_max_tokens,
+    "ANTHROPIC_THINKING": anthropic_thinking,
+    "ANTHROPIC_THINKING_BUDGET": anthropic_thinking_budget,
+    "ANTHROPIC_TIMEOUT_SECONDS": anthropic_timeout,
+    "ANTHROPIC_MAX_RETRIES": anthropic_max_retries,
+    "ANTHROPIC_MAX_CONTEXT_TOKENS": anthropic_max_context_tokens,
+    "ANTHROPIC_LONG_CACHE": anthropic_long_cache,
+    "OPS_REFUND_APPROVERS": ops_refund_approvers,
+    "OPS_CHANNEL": ops_channel,
+}
