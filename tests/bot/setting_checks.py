@@ -40,6 +40,7 @@ from agent.seams import ModelRequest
 from bot import commands
 from bot.app import SlackBot, build_model, open_bot
 from bot.logs import JsonFormatter
+from bot.offline import LOCAL
 from bot.settings import Settings
 from bot.testing import SlackStandIn, sign_request
 from bot.testing.socket_mode import SocketModeStandIn
@@ -390,6 +391,35 @@ async def api(ctx: Ctx) -> None:
     assert (served.settings.wait, served.settings.heartbeat, served.settings.poll) == (5, 3, 0.5)
 
 
+async def bot_offline(ctx: Ctx) -> None:
+    """`bot serve` with no credential at all serves the offline app: its bot runs the scripted
+    model and talks to the Slack stand-in it started, on 127.0.0.1 only."""
+    from bot import app as app_module
+    from bot.cli import main
+
+    ctx.set(DATABASE_URL=ctx.db_url, BOT_OFFLINE="true")
+    ran: dict[str, Any] = {}
+    ctx.env.setattr(uvicorn, "run", lambda app, **kwargs: ran.update(kwargs, app=app))
+    ctx.env.setattr(app_module, "freeze_startup_heap", lambda: None)
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    try:
+        assert await asyncio.to_thread(main, ["serve"]) == 0
+        assert (ran["app"], ran["host"], ran["workers"]) == ("bot.offline:web_app", LOCAL, 1)
+        from bot.offline import web_app
+
+        served = web_app()
+        async with served.router.lifespan_context(served):
+            bot: SlackBot = served.state.bot
+            assert isinstance(bot.runtime.model, ScriptedModel)
+            assert bot.client.base_url.startswith("http://127.0.0.1:")
+            assert bot.client.base_url != Settings().slack_api_url
+            assert (await bot.client.auth_test())["ok"], "the stand-in answers"
+    finally:
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+
+
 # -- the model ----------------------------------------------------------------------------------
 
 
@@ -550,4 +580,5 @@ CHECKS: dict[str, Check] = {
     "ANTHROPIC_LONG_CACHE": anthropic_long_cache,
     "OPS_REFUND_APPROVERS": ops_refund_approvers,
     "OPS_CHANNEL": ops_channel,
+    "BOT_OFFLINE": bot_offline,
 }
