@@ -16,127 +16,26 @@ import logging
 import os
 import secrets
 import sys
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
 import uvicorn
 from redis.asyncio import Redis
 
-from agent import (
-    AssistantMessage,
-    ModelError,
-    ModelSettings,
-    PolicyAnswerer,
-    ScriptedModel,
-    ScriptedReply,
-    TextBlock,
-    UserMessage,
-    load_agent,
-)
-from agent.seams import ModelRequest
+from agent import PolicyAnswerer, ScriptedModel, load_agent
 from bot import commands
-from bot.app import SlackBot, build_model, open_bot
+from bot.app import SlackBot
 from bot.logs import JsonFormatter
 from bot.offline import LOCAL
 from bot.settings import Settings
-from bot.testing import SlackStandIn, sign_request
+from bot.testing import sign_request
 from bot.testing.socket_mode import SocketModeStandIn
 from storage import SqlStore
-from tests.support import children
-from tests.support.anthropic_standin import AnthropicStandin, Text, http_error, sse_reply
+from tests.bot import model_setting_checks as model
+from tests.bot.setting_context import SECRET, TOKEN, Check, Ctx
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "ops_agent"
-KEY = "sk-ant-api03-every-setting-check"
-TOKEN = "xoxb-every-setting-check"
-SECRET = "every-setting-signing-secret"
 API_TOKEN = "every-setting-api-token-0001"
-
-
-@dataclass
-class Ctx:
-    """What a check builds on: a clean environment (only what the check sets is read), a
-    migrated SQLite database, and stand-ins started on first use."""
-
-    env: pytest.MonkeyPatch
-    db_url: str
-    tmp: Path
-    stack: contextlib.AsyncExitStack
-    _slack: SlackStandIn | None = None
-    _anthropic: AnthropicStandin | None = None
-    _slack_env: bool = False
-    opened: list[SlackBot] = field(default_factory=list)
-
-    def set(self, **values: str) -> None:
-        for name, value in values.items():
-            self.env.setenv(name, value)
-
-    async def slack(self) -> SlackStandIn:
-        if self._slack is None:
-            self._slack = await self.stack.enter_async_context(SlackStandIn())
-        return self._slack
-
-    async def anthropic(self) -> AnthropicStandin:
-        """Started and stopped on a thread: it serves from a thread of its own, and waiting
-        for that must not hold this loop."""
-        if self._anthropic is None:
-            standin = AnthropicStandin()
-            await asyncio.to_thread(standin.start)
-            self.stack.push_async_callback(asyncio.to_thread, standin.stop)
-            self._anthropic = standin
-            self.set(ANTHROPIC_BASE_URL=standin.base_url)
-        return self._anthropic
-
-    async def slack_env(self) -> None:
-        """What every Slack command needs: a database, one workspace's credentials, a model
-        (set once: a check may then take one away)."""
-        if self._slack_env:
-            return
-        self._slack_env = True
-        standin = await self.slack()
-        self.set(
-            DATABASE_URL=self.db_url,
-            SLACK_BOT_TOKEN=TOKEN,
-            SLACK_SIGNING_SECRET=SECRET,
-            SLACK_API_URL=standin.api_url,
-            ANTHROPIC_API_KEY=KEY,
-        )
-
-    async def bot(self, **kwargs: Any) -> SlackBot:
-        """The bot `bot serve` opens from this environment (a scripted model unless the check
-        looks at the model); closed when the check ends."""
-        await self.slack_env()
-        kwargs.setdefault("model", ScriptedModel([ScriptedReply(text="ok")]))
-        bot = await open_bot(Settings(), **kwargs)
-        self.stack.push_async_callback(bot.close)
-        return bot
-
-    async def sent(self, request: ModelRequest | None = None) -> dict[str, Any]:
-        """The body of the one request the model this environment builds sends."""
-        api = await self.anthropic()
-        self.set(ANTHROPIC_API_KEY=KEY)
-        api.enqueue(sse_reply(Text("ok")))
-        model = await asyncio.to_thread(build_model, Settings())  # the SDK's first import
-        try:
-            async for _ in model.stream(request or _hello()):
-                pass
-        finally:
-            await model.aclose()  # type: ignore[attr-defined]
-        return api.requests[-1].body
-
-
-Check = Callable[[Ctx], Awaitable[None]]
-
-
-def _hello(*, may_wait: bool = False) -> ModelRequest:
-    return ModelRequest(
-        system="",
-        messages=(UserMessage(turn_id="t", text="hi"),),
-        settings=ModelSettings(),
-        may_wait=may_wait,
-    )
 
 
 # -- storage and processes --------------------------------------------------------------------
@@ -298,24 +197,24 @@ async def api_url(ctx: Ctx) -> None:
 
 async def app_token(ctx: Ctx) -> None:
     """`bot socket` opens its connection with this token: Slack (the stand-in, expecting
-    exactly this one) lets it in."""
+    exactly this one) lets it in. The command runs here until it is connected, then is told to
+    stop as a signal would tell it."""
     standin = await ctx.slack()
+    await ctx.slack_env()
     token = f"xapp-1-A0DEMO-1-check{secrets.token_hex(6)}"
     socket = await ctx.stack.enter_async_context(SocketModeStandIn(app_token=token))
     standin.socket_mode = socket
-    env = {
-        "DATABASE_URL": ctx.db_url,
-        "SLACK_BOT_TOKEN": TOKEN,
-        "SLACK_APP_TOKEN": token,
-        "SLACK_API_URL": standin.api_url,
-        "ANTHROPIC_API_KEY": KEY,
-        "LOG_LEVEL": "WARNING",
-    }
-    proc = await children.start("bot.cli", "socket", env=env)
+    ctx.set(SLACK_APP_TOKEN=token)
+    stops: list[asyncio.Event] = []
+    ctx.env.setattr(commands, "_on_signals", stops.append)
+    ctx.env.setattr(commands, "freeze_startup_heap", lambda: None)
+    running = asyncio.create_task(commands.socket_mode(Settings()))
     try:
         await socket.connected(1, within=60)
     finally:
-        await children.stop(proc)
+        for stop in stops:
+            stop.set()
+        assert await asyncio.wait_for(running, 30) == 0
 
 
 async def oauth(ctx: Ctx) -> None:
@@ -420,97 +319,6 @@ async def bot_offline(ctx: Ctx) -> None:
         root.setLevel(saved[1])
 
 
-# -- the model ----------------------------------------------------------------------------------
-
-
-async def anthropic_key(ctx: Ctx) -> None:
-    await ctx.sent()
-    assert (await ctx.anthropic()).requests[-1].credential == KEY
-
-
-async def anthropic_base_url(ctx: Ctx) -> None:
-    await ctx.sent()
-    assert len((await ctx.anthropic()).requests) == 1
-
-
-async def anthropic_model(ctx: Ctx) -> None:
-    ctx.set(ANTHROPIC_MODEL="claude-haiku-4-5")
-    assert (await ctx.sent())["model"] == "claude-haiku-4-5"
-
-
-async def anthropic_max_tokens(ctx: Ctx) -> None:
-    ctx.set(ANTHROPIC_MAX_TOKENS="1234")
-    assert (await ctx.sent())["max_tokens"] == 1234
-
-
-async def anthropic_thinking(ctx: Ctx) -> None:
-    ctx.set(ANTHROPIC_THINKING="true")
-    assert (await ctx.sent())["thinking"] == {"type": "adaptive"}
-
-
-async def anthropic_thinking_budget(ctx: Ctx) -> None:
-    ctx.set(
-        ANTHROPIC_THINKING="true", ANTHROPIC_MAX_TOKENS="8000", ANTHROPIC_THINKING_BUDGET="2048"
-    )
-    assert (await ctx.sent())["thinking"] == {"type": "enabled", "budget_tokens": 2048}
-
-
-async def anthropic_timeout(ctx: Ctx) -> None:
-    ctx.set(ANTHROPIC_TIMEOUT_SECONDS="42.5")
-    await ctx.sent()
-    assert (await ctx.anthropic()).requests[-1].headers["x-stainless-read-timeout"] == "42.5"
-
-
-async def anthropic_max_retries(ctx: Ctx) -> None:
-    """One retry of a refused request, not the default two."""
-    api = await ctx.anthropic()
-    ctx.set(ANTHROPIC_API_KEY=KEY, ANTHROPIC_MAX_RETRIES="1")
-    api.enqueue(*(http_error(529, "overloaded_error") for _ in range(3)))
-    model = await asyncio.to_thread(build_model, Settings())  # the SDK's first import
-    try:
-        with pytest.raises(ModelError, match="overloaded_error"):
-            async for _ in model.stream(_hello()):
-                pass
-    finally:
-        await model.aclose()  # type: ignore[attr-defined]
-    assert len(api.requests) == 2
-
-
-async def anthropic_max_context_tokens(ctx: Ctx) -> None:
-    """A long thread is trimmed to its newest exchanges (the stored transcript is not)."""
-    long = "word " * 2000  # about 2,500 tokens by the chars / 4 estimate
-    history = []
-    for n in range(3):
-        history += [
-            UserMessage(turn_id=f"t{n}", text=f"question {n}: {long}"),
-            AssistantMessage(
-                turn_id=f"t{n}", content=(TextBlock(text=f"answer {n}"),), stop_reason="end_turn"
-            ),
-        ]
-    request = ModelRequest(
-        system="",
-        messages=(*history, UserMessage(turn_id="t3", text="the latest question")),
-        settings=ModelSettings(),
-    )
-    assert len((await ctx.sent(request))["messages"]) == 7, "unset: nothing is trimmed"
-    ctx.set(ANTHROPIC_MAX_CONTEXT_TOKENS="3000")
-    sent = (await ctx.sent(request))["messages"]
-    assert len(sent) == 3
-    assert "question 2" in sent[0]["content"][0]["text"]
-
-
-async def anthropic_long_cache(ctx: Ctx) -> None:
-    """Off, a request after which a person may be waited on keeps the 5-minute lifetime."""
-
-    def lifetimes(body: dict[str, Any]) -> set[str | None]:
-        blocks = [b for m in body["messages"] for b in m["content"] if "cache_control" in b]
-        return {b["cache_control"].get("ttl") for b in blocks}
-
-    assert lifetimes(await ctx.sent(_hello(may_wait=True))) == {"1h"}
-    ctx.set(ANTHROPIC_LONG_CACHE="false")
-    assert lifetimes(await ctx.sent(_hello(may_wait=True))) == {None}
-
-
 # -- the example agent --------------------------------------------------------------------------
 
 
@@ -568,16 +376,16 @@ CHECKS: dict[str, Check] = {
     "API_TURN_WAIT_SECONDS": api,
     "API_HEARTBEAT_SECONDS": api,
     "API_POLL_SECONDS": api,
-    "ANTHROPIC_API_KEY": anthropic_key,
-    "ANTHROPIC_BASE_URL": anthropic_base_url,
-    "ANTHROPIC_MODEL": anthropic_model,
-    "ANTHROPIC_MAX_TOKENS": anthropic_max_tokens,
-    "ANTHROPIC_THINKING": anthropic_thinking,
-    "ANTHROPIC_THINKING_BUDGET": anthropic_thinking_budget,
-    "ANTHROPIC_TIMEOUT_SECONDS": anthropic_timeout,
-    "ANTHROPIC_MAX_RETRIES": anthropic_max_retries,
-    "ANTHROPIC_MAX_CONTEXT_TOKENS": anthropic_max_context_tokens,
-    "ANTHROPIC_LONG_CACHE": anthropic_long_cache,
+    "ANTHROPIC_API_KEY": model.anthropic_key,
+    "ANTHROPIC_BASE_URL": model.anthropic_base_url,
+    "ANTHROPIC_MODEL": model.anthropic_model,
+    "ANTHROPIC_MAX_TOKENS": model.anthropic_max_tokens,
+    "ANTHROPIC_THINKING": model.anthropic_thinking,
+    "ANTHROPIC_THINKING_BUDGET": model.anthropic_thinking_budget,
+    "ANTHROPIC_TIMEOUT_SECONDS": model.anthropic_timeout,
+    "ANTHROPIC_MAX_RETRIES": model.anthropic_max_retries,
+    "ANTHROPIC_MAX_CONTEXT_TOKENS": model.anthropic_max_context_tokens,
+    "ANTHROPIC_LONG_CACHE": model.anthropic_long_cache,
     "OPS_REFUND_APPROVERS": ops_refund_approvers,
     "OPS_CHANNEL": ops_channel,
     "BOT_OFFLINE": bot_offline,

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.bot.setting_checks import CHECKS, Ctx
+from tests.bot.setting_checks import CHECKS
+from tests.bot.setting_context import Ctx
 from tests.unit.test_deploy_files import env_example, setting_names
 
 ROOT = Path(__file__).resolve().parents[2]
