@@ -130,6 +130,8 @@ async def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> AsyncItera
 
 
 async def test_a_slack_thread_places_an_order_parks_and_pays_a_refund(offline: Offline) -> None:
+    """A Deny (its reason typed in the bot's modal) proposes nothing; a yes proposes the
+    refund, and its approval pays it."""
     said = await offline.post(
         "/offline/slack/messages", {"user": ALICE, "text": "order 2 blue mugs"}
     )
@@ -138,11 +140,20 @@ async def test_a_slack_thread_places_an_order_parks_and_pays_a_refund(offline: O
     order = ORDER.search(placed["text"])
     assert order is not None
 
-    refund = await offline.post(
-        "/offline/slack/messages",
-        {"user": ALICE, "text": f"refund {order.group(0)}, it arrived broken"},
-    )
-    thread = refund.json()["ts"]
+    asking = {"user": ALICE, "text": f"refund {order.group(0)}, it arrived broken"}
+    first = (await offline.post("/offline/slack/messages", asking)).json()["ts"]
+    question = await offline.agent_says(first, r"Does the customer keep it")
+    no = {
+        "user": ALICE,
+        "channel": "C0OPS",
+        "message_ts": question["ts"],
+        "approve": False,
+        "reason": "it goes back first",
+    }
+    assert (await offline.post("/offline/slack/answers", no)).status_code == 200
+    await offline.agent_says(first, r"you said: “it goes back first”.*no refund on ord_")
+
+    thread = (await offline.post("/offline/slack/messages", asking)).json()["ts"]
     question = await offline.agent_says(thread, r"Does the customer keep it")
     assert question["buttons"] == ["Approve", "Deny"]
     refused = await offline.post(
