@@ -45,6 +45,8 @@ from bot.feedback import FeedbackHandler
 from bot.heap import freeze_startup_heap
 from bot.home import HomeTab
 from bot.listeners import ACKS_IN_FLIGHT, Listeners
+from bot.models import build_model as build_model  # `bot.app.build_model`, as before
+from bot.models import model_for
 from bot.oauth import INSTALL_PATH, REDIRECT_PATH, Uninstalls, authorize, install_flow
 from bot.payload_shape import problem as payload_problem
 from bot.rendering import RenderSettings
@@ -442,32 +444,6 @@ def serving_app(
     )
 
 
-def build_model(settings: Settings) -> Model:
-    """Raises `ModelError` at start for a missing key or a budget the API would refuse."""
-    from agent import AnthropicModel
-
-    key = settings.anthropic_api_key
-    return AnthropicModel(
-        api_key=key.get_secret_value() if key else None,
-        base_url=settings.anthropic_base_url,
-        model=settings.anthropic_model,
-        max_tokens=settings.anthropic_max_tokens,
-        thinking=settings.anthropic_thinking,
-        thinking_budget=settings.anthropic_thinking_budget,
-        timeout=settings.anthropic_timeout,
-        max_retries=settings.anthropic_max_retries,
-    )
-
-
-def _model_for(settings: Settings) -> Model:
-    """A process that runs no turn builds its model only if one ever does (`DeferredModel`)."""
-    if settings.run_turns:
-        return build_model(settings)
-    from bot.deferred_model import DeferredModel
-
-    return DeferredModel(lambda: build_model(settings))
-
-
 def engine_secrets(settings: Settings) -> list[str]:
     """What the engine scrubs from tool errors: what the logs scrub (`Settings.secrets`)."""
     return settings.secrets()
@@ -521,7 +497,7 @@ async def open_bot(
     options = runtime_options or ({"recovery_interval": settings.worker_poll} if worker else {})
     runtime = Runtime(
         opened,
-        model if model is not None else _model_for(settings),
+        model if model is not None else model_for(settings),
         agent=chosen,
         run_turns=settings.run_turns,
         secrets=engine_secrets(settings),

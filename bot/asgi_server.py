@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import socket
 import threading
+from collections.abc import Iterator
 from types import TracebackType
 from typing import Any
 
@@ -34,6 +35,13 @@ class _Server(uvicorn.Server):
         super().__init__(config)
         self.grace = grace
         self._tick: asyncio.Future[None] | None = None
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        """Signals are the process's owner's: uvicorn's own would take SIGTERM for this server
+        alone and, once it stopped, raise it again with the default handler, killing a process
+        that serves its main app beside this one (`bot serve --offline`'s Slack stand-in)."""
+        yield
 
     def exit(self) -> None:
         """On the server's loop: stop serving now."""
@@ -89,7 +97,11 @@ class BackgroundServer:
         self._sock.bind((host, port))
         self.host = host
         self.port: int = self._sock.getsockname()[1]
-        config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
+        # `log_config=None`: uvicorn's own would replace the process's logging (its handlers
+        # on the `uvicorn` loggers bypass the root handler, and with it the secret scrubbing).
+        config = uvicorn.Config(
+            app, log_level="warning", log_config=None, lifespan="on", access_log=False
+        )
         self._server = _Server(config, grace=grace)
         self._task: asyncio.Task[None] | None = None
         self._thread: threading.Thread | None = None

@@ -40,7 +40,12 @@ def _parser() -> argparse.ArgumentParser:
     upgrade.add_argument("--database-url", default=None)
     current = db_sub.add_parser("current", help="print the schema revision in the database")
     current.add_argument("--database-url", default=None)
-    sub.add_parser("serve", help="HTTP mode: /slack/events and /healthz on PORT")
+    serve = sub.add_parser("serve", help="HTTP mode: /slack/events and /healthz on PORT")
+    serve.add_argument(
+        "--offline",
+        action="store_true",
+        help="no Slack, no Anthropic: a Slack stand-in and the scripted model (BOT_OFFLINE)",
+    )
     sub.add_parser("socket", help="Socket Mode (local development, no public URL)")
     sub.add_parser("worker", help="run and render queued turns (for RUN_TURNS=false web)")
     sub.add_parser("clock", help="fire the agent's schedules")
@@ -102,7 +107,7 @@ def _main(args: argparse.Namespace, settings: Settings, url: str) -> int:
     if args.command == "sandbox":
         from bot.sandbox.run import run_sandbox
 
-        return asyncio.run(run_sandbox(args.port))
+        return asyncio.run(run_sandbox(settings, args.port))
     if args.command == "db":
         from storage import current_revision, upgrade_database
 
@@ -120,6 +125,8 @@ def _main(args: argparse.Namespace, settings: Settings, url: str) -> int:
         return asyncio.run(prune_command(args, url, settings))
     if args.command in OPERATOR_COMMANDS:
         return _operator(args, settings, url)
+    if getattr(args, "offline", False):
+        settings = settings.model_copy(update={"offline": True})
     try:
         settings.require(args.command)
     except ConfigError as err:
@@ -133,6 +140,10 @@ def _main(args: argparse.Namespace, settings: Settings, url: str) -> int:
         "clock": commands.clock,
     }
     try:
+        if args.command == "serve" and settings.offline:
+            from bot.offline import serve_offline
+
+            return serve_offline(settings)
         if args.command == "serve":
             return commands.serve(settings)
         return asyncio.run(runner[args.command](settings))

@@ -26,6 +26,20 @@ NEEDS: dict[str, tuple[str, ...]] = {
 }
 
 
+PLACEHOLDER = "replace"
+"""How `.env.example`'s placeholders begin (`REPLACE-with-the-xoxb-bot-token`): a value that
+still does is no credential, so offline mode takes a copied `.env.example` as it is."""
+CREDENTIALS = (
+    "SLACK_BOT_TOKEN",
+    "SLACK_SIGNING_SECRET",
+    "SLACK_APP_TOKEN",
+    "SLACK_CLIENT_ID",
+    "SLACK_CLIENT_SECRET",
+    "ANTHROPIC_API_KEY",
+)
+"""What connects the bot to a real Slack app or to Anthropic: never beside `BOT_OFFLINE`."""
+
+
 class ConfigError(Exception):
     """Settings a command needs are missing; the message lists all of them."""
 
@@ -70,6 +84,14 @@ class Settings(BaseSettings):
     """Per request to the Messages API (the SDK's `timeout`); a stream counts as one request."""
     anthropic_max_retries: int = Field(default=2, ge=0, alias="ANTHROPIC_MAX_RETRIES")
     """The SDK's retries of a refused request, and the adapter's restarts of a broken stream."""
+    anthropic_max_context_tokens: int | None = Field(
+        default=None, ge=1, alias="ANTHROPIC_MAX_CONTEXT_TOKENS"
+    )
+    """Unset: no bound. Set: the oldest turns are left out of a request whose estimated size
+    (characters / 4, system prompt and tools included) would exceed it."""
+    anthropic_long_cache: bool = Field(default=True, alias="ANTHROPIC_LONG_CACHE")
+    """A request after which the turn may wait for a person is cached for an hour where the
+    model takes it; false keeps the 5-minute default (a gateway that refuses `ttl`)."""
     agent_dir: str | None = Field(default=None, alias="AGENT_DIR")
     host: str = Field(default="0.0.0.0", alias="HOST")
     port: int = Field(default=3000, alias="PORT")
@@ -132,6 +154,10 @@ class Settings(BaseSettings):
     api_poll: float = Field(default=1.0, gt=0, alias="API_POLL_SECONDS")
     """How often an event stream reads the durable log for events it was not told of live (a
     turn another process runs without Redis, a relayed event Redis dropped)."""
+    offline: bool = Field(default=False, alias="BOT_OFFLINE")
+    """`bot serve` with a Slack stand-in in the process and the scripted model, for a first run
+    with no workspace and no key (`bot.offline`); refused beside real credentials or production
+    settings (`_offline_problems`). `bot serve --offline` is the same."""
     log_level: str = Field(default="INFO", alias="LOG_LEVEL")
     log_format: str = Field(default="json", alias="LOG_FORMAT")
 
@@ -183,6 +209,9 @@ class Settings(BaseSettings):
     def require(self, command: str) -> None:
         """Raise `ConfigError` listing every setting `command` needs and lacks, and every value
         it would only find wrong later (at the first turn, in front of a user)."""
+        if self.offline:
+            self._require_offline(command)
+            return
         needs = self._needs(command)
         missing = [name for name in needs if not self._present(name)]
         problems = self._anthropic_problems() if "ANTHROPIC_API_KEY" in needs else []
@@ -202,6 +231,50 @@ class Settings(BaseSettings):
             f"`bot {command}` cannot start: {'; '.join(parts)} (see the README's configuration "
             "table)."
         )
+
+    def _require_offline(self, command: str) -> None:
+        problems = self._offline_problems(command) + self._api_problems()
+        if problems:
+            raise ConfigError(
+                f"`bot {command}` cannot run offline (BOT_OFFLINE=true or --offline): "
+                f"{'; '.join(problems)}."
+            )
+
+    def _offline_problems(self, command: str) -> list[str]:
+        """Offline mode is for a machine with nothing real on it: anything that would let its
+        scripted turns reach a real workspace, a real model, or a shared database and its
+        workers (which would run them with the real model) is refused, by name, never by value."""
+        if command != "serve":
+            return [f"offline mode is `bot serve` only (`bot {command}` has no stand-in)"]
+        problems = []
+        real = [name for name in CREDENTIALS if self.credential(name)]
+        if real:
+            problems.append(
+                f"{', '.join(real)} {'are' if len(real) > 1 else 'is'} set: offline mode talks "
+                "to a Slack stand-in and a scripted model only; unset "
+                f"{'them' if len(real) > 1 else 'it'}, or unset BOT_OFFLINE"
+            )
+        if not self.database_url.startswith("sqlite"):
+            problems.append("DATABASE_URL is not SQLite: offline mode keeps to a local file")
+        if self.redis_url:
+            problems.append("REDIS_URL is set: other processes would take offline turns")
+        if not self.run_turns:
+            problems.append("RUN_TURNS=false: no worker can reach the in-process stand-in")
+        if self.web_concurrency != 1:
+            problems.append("WEB_CONCURRENCY must be 1: the stand-in lives in one process")
+        return problems
+
+    def credential(self, alias: str) -> bool:
+        """Set to something other than a placeholder of `.env.example`."""
+        if not self._present(alias):
+            return False
+        value = next(
+            getattr(self, name)
+            for name, info in type(self).model_fields.items()
+            if info.alias == alias
+        )
+        text = value.get_secret_value() if isinstance(value, SecretStr) else str(value)
+        return not text.strip().lower().startswith(PLACEHOLDER)
 
     def _anthropic_problems(self) -> list[str]:
         """Cross-field rules pydantic cannot state on one field; values only, never the key."""

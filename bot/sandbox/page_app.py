@@ -10,6 +10,7 @@ stand-in does not hold is a 404 (the page never makes one up).
 
 from __future__ import annotations
 
+import html
 import json
 from collections.abc import Awaitable, Callable
 from importlib import resources
@@ -31,6 +32,10 @@ Action = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 """One of the person's actions: the request's JSON object in, the answer's out."""
 MAX_TEXT = 40_000
 """Slack's own limit on a message's text."""
+OFFLINE_NOTE = (
+    "the bot against a local Slack stand-in · offline scripted model · no token, no network"
+)
+"""The page's header as `page.html` has it; `note=` says another model is answering."""
 
 
 class BadInput(Exception):
@@ -47,13 +52,15 @@ class SandboxPage:
         *,
         people: list[Person],
         channels: list[Channel],
+        note: str = OFFLINE_NOTE,
     ) -> None:
         self.standin = standin
         self.driver = driver
         self.people = {p.id: p for p in people}
         self.channels = {c.id: c for c in channels}
         self.dismissed: set[str] = set()
-        self.page = resources.files("bot.sandbox").joinpath("page.html").read_text("utf-8")
+        page = resources.files("bot.sandbox").joinpath("page.html").read_text("utf-8")
+        self.page = page.replace(OFFLINE_NOTE, html.escape(note))
         self.app = Starlette(
             # A page on 127.0.0.1 only: a rebinding DNS name pointing here is refused (400).
             middleware=[

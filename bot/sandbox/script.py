@@ -46,12 +46,12 @@ def _order_in(text: str) -> str:
 def _refund(step: int, order: str, messages: Sequence[Message]) -> ScriptedReply:
     if step == 0:
         return ScriptedReply(
-            text=_words(f"Let me look up order {order}."),
+            text=words(f"Let me look up order {order}."),
             tool_calls=[ToolCall(id="call_lookup", name="lookup_order", input={"order_id": order})],
         )
     if step == 1:
         return ScriptedReply(
-            text=_words("The mug arrived broken: I'll send a replacement and refund the order."),
+            text=words("The mug arrived broken: I'll send a replacement and refund the order."),
             tool_calls=[
                 ToolCall(
                     id="call_order", name="create_order", input={"item": "blue mug", "quantity": 1}
@@ -69,11 +69,11 @@ def _refund(step: int, order: str, messages: Sequence[Message]) -> ScriptedReply
             f"Done: a replacement blue mug is on its way and ${PRICE:.2f} was refunded "
             f"on order {order}."
         )
-        return ScriptedReply(text=_words(done))
+        return ScriptedReply(text=words(done))
     reason = result.get("reason") if isinstance(result, dict) else None
     said = f" You said: “{reason}”." if isinstance(reason, str) and reason else ""
     return ScriptedReply(
-        text=_words(
+        text=words(
             f"Understood: no refund on order {order}; the replacement mug still ships.{said}"
         )
     )
@@ -82,20 +82,20 @@ def _refund(step: int, order: str, messages: Sequence[Message]) -> ScriptedReply
 def _track(step: int, order: str) -> ScriptedReply:
     if step == 0:
         return ScriptedReply(
-            text=_words("Let me ask the carrier…"),
+            text=words("Let me ask the carrier…"),
             tool_calls=[
                 ToolCall(id="call_track", name="track_shipment", input={"order_id": order})
             ],
         )
     return ScriptedReply(
-        text=_words(f"The carrier says the replacement for order {order} is on its way.")
+        text=words(f"The carrier says the replacement for order {order} is on its way.")
     )
 
 
 def _echo(opening: str) -> ScriptedReply:
     shown = " ".join(opening.split())[:300] or "(nothing)"
     return ScriptedReply(
-        text=_words(
+        text=words(
             f"You wrote: “{shown}”. I am the sandbox's scripted model, not a real one, so I "
             "only follow two scripts: try “order 42 arrived broken, can you sort it out?” "
             "(a refund that waits for an approval) or “where is the replacement for order "
@@ -111,7 +111,7 @@ def _last_result(messages: Sequence[Message], tool: str) -> object:
     return None
 
 
-def _words(text: str) -> list[str]:
+def words(text: str) -> list[str]:
     """Streamed a word or two at a time, so the reply visibly grows in the thread."""
     words = text.split(" ")
     chunks = [" ".join(words[i : i + 2]) + " " for i in range(0, len(words), 2)]

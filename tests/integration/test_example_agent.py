@@ -88,6 +88,13 @@ def _model(*, price: float = 18.5, refund: float = 18.5, order_id: str | None = 
                     ToolCall(id="call_lookup", name="lookup_order", input={"order_id": target})
                 ]
             )
+        if opening.startswith("ask") and step == 0:
+            question = "Does the customer keep the damaged mug?"
+            return ScriptedReply(
+                tool_calls=[
+                    ToolCall(id="call_ask", name="ask_requester", input={"question": question})
+                ]
+            )
         if opening.startswith("refund") and step == 0:
             target = order_id or _last_order_id(request.messages)
             return ScriptedReply(
@@ -406,6 +413,41 @@ async def test_an_impossible_refund_is_refused_and_pays_nothing(
     assert re.search(reason, result.result["error"]), result.result["error"]
     assert receipt.status == ReceiptStatus.FAILED, "nothing was applied, so a retry is allowed"
     assert await _refunds(sql_url) == []
+
+
+async def test_asking_the_requester_parks_until_they_answer(
+    monkeypatch: pytest.MonkeyPatch, sql_url: str
+) -> None:
+    """The example's parking tool: the turn waits, durably, for the speaker alone; their answer
+    and its reason come back to the model; a turn nobody spoke cannot park there."""
+    agent = _ops_agent(monkeypatch, sql_url)
+    store = await SqlStore.open(sql_url)
+    try:
+        async with _rt(store, _model(), agent) as rt:
+            session = rt.session(agent, SESSION)
+            parked = await session.start(slack_event("ask them", user="U1"), turn_id="T1")
+            assert (await session.result(parked)).status == TurnStatus.SUSPENDED
+            pending = await session.pending()
+            assert pending is not None
+            assert pending.prompt == "Does the customer keep the damaged mug?"
+            assert pending.answerers == UserAnswerer(user="U1")
+            with pytest.raises(ResumeAuthorizationError):
+                await session.resume(parked, pending.id, True, by="U2")
+            await session.resume(parked, pending.id, False, by="U1", reason="it goes back first")
+            assert (await session.result(parked)).status == TurnStatus.COMPLETED
+
+            nobody = rt.session(agent, "slack:T1:C1:cron")
+            await nobody.turn(slack_event("ask them", user="U1", attested=False), turn_id="T2")
+        [answered] = [m for m in await store.load_transcript(SESSION) if isinstance(m, ToolMessage)]
+        [refused] = [
+            m for m in await store.load_transcript("slack:T1:C1:cron") if isinstance(m, ToolMessage)
+        ]
+    finally:
+        await store.close()
+    assert isinstance(answered.result, dict)
+    assert answered.result["answer"] == "no"
+    assert answered.result["note"] == "it goes back first"
+    assert refused.is_error, "an unattested speaker cannot answer, so the tool cannot park"
 
 
 def test_upgrade_keeps_the_ops_orders_table_older_code_made(tmp_path: Path) -> None:

@@ -78,6 +78,8 @@ def sandbox_url() -> Iterator[str]:
     process = subprocess.Popen(
         [sys.executable, "-m", "bot", "sandbox", "--port", "0"],
         cwd=ROOT,
+        # The page's story is the scripted model's: a key in the environment would run Claude.
+        env={**os.environ, "ANTHROPIC_API_KEY": ""},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -1,0 +1,104 @@
+"""The `ANTHROPIC_*` settings' checks (see `tests.bot.setting_checks`): each one is found in
+the request the model the bot builds sends to the Anthropic stand-in."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from agent import AssistantMessage, ModelError, ModelSettings, TextBlock, UserMessage
+from agent.seams import ModelRequest
+from bot.app import build_model
+from bot.settings import Settings
+from tests.bot.setting_context import KEY, Ctx, hello
+from tests.support.anthropic_standin import http_error
+
+
+async def anthropic_key(ctx: Ctx) -> None:
+    await ctx.sent()
+    assert (await ctx.anthropic()).requests[-1].credential == KEY
+
+
+async def anthropic_base_url(ctx: Ctx) -> None:
+    await ctx.sent()
+    assert len((await ctx.anthropic()).requests) == 1
+
+
+async def anthropic_model(ctx: Ctx) -> None:
+    ctx.set(ANTHROPIC_MODEL="claude-haiku-4-5")
+    assert (await ctx.sent())["model"] == "claude-haiku-4-5"
+
+
+async def anthropic_max_tokens(ctx: Ctx) -> None:
+    ctx.set(ANTHROPIC_MAX_TOKENS="1234")
+    assert (await ctx.sent())["max_tokens"] == 1234
+
+
+async def anthropic_thinking(ctx: Ctx) -> None:
+    ctx.set(ANTHROPIC_THINKING="true")
+    assert (await ctx.sent())["thinking"] == {"type": "adaptive"}
+
+
+async def anthropic_thinking_budget(ctx: Ctx) -> None:
+    ctx.set(
+        ANTHROPIC_THINKING="true", ANTHROPIC_MAX_TOKENS="8000", ANTHROPIC_THINKING_BUDGET="2048"
+    )
+    assert (await ctx.sent())["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+
+
+async def anthropic_timeout(ctx: Ctx) -> None:
+    ctx.set(ANTHROPIC_TIMEOUT_SECONDS="42.5")
+    await ctx.sent()
+    assert (await ctx.anthropic()).requests[-1].headers["x-stainless-read-timeout"] == "42.5"
+
+
+async def anthropic_max_retries(ctx: Ctx) -> None:
+    """One retry of a refused request, not the default two."""
+    api = await ctx.anthropic()
+    ctx.set(ANTHROPIC_API_KEY=KEY, ANTHROPIC_MAX_RETRIES="1")
+    api.enqueue(*(http_error(529, "overloaded_error") for _ in range(3)))
+    model = await asyncio.to_thread(build_model, Settings())  # the SDK's first import
+    try:
+        with pytest.raises(ModelError, match="overloaded_error"):
+            async for _ in model.stream(hello()):
+                pass
+    finally:
+        await model.aclose()  # type: ignore[attr-defined]
+    assert len(api.requests) == 2
+
+
+async def anthropic_max_context_tokens(ctx: Ctx) -> None:
+    """A long thread is trimmed to its newest exchanges (the stored transcript is not)."""
+    long = "word " * 2000  # about 2,500 tokens by the chars / 4 estimate
+    history = []
+    for n in range(3):
+        history += [
+            UserMessage(turn_id=f"t{n}", text=f"question {n}: {long}"),
+            AssistantMessage(
+                turn_id=f"t{n}", content=(TextBlock(text=f"answer {n}"),), stop_reason="end_turn"
+            ),
+        ]
+    request = ModelRequest(
+        system="",
+        messages=(*history, UserMessage(turn_id="t3", text="the latest question")),
+        settings=ModelSettings(),
+    )
+    assert len((await ctx.sent(request))["messages"]) == 7, "unset: nothing is trimmed"
+    ctx.set(ANTHROPIC_MAX_CONTEXT_TOKENS="3000")
+    sent = (await ctx.sent(request))["messages"]
+    assert len(sent) == 3
+    assert "question 2" in sent[0]["content"][0]["text"]
+
+
+async def anthropic_long_cache(ctx: Ctx) -> None:
+    """Off, a request after which a person may be waited on keeps the 5-minute lifetime."""
+
+    def lifetimes(body: dict[str, Any]) -> set[str | None]:
+        blocks = [b for m in body["messages"] for b in m["content"] if "cache_control" in b]
+        return {b["cache_control"].get("ttl") for b in blocks}
+
+    assert lifetimes(await ctx.sent(hello(may_wait=True))) == {"1h"}
+    ctx.set(ANTHROPIC_LONG_CACHE="false")
+    assert lifetimes(await ctx.sent(hello(may_wait=True))) == {None}
