@@ -45,7 +45,7 @@ from agent._observe import observe_replayed
 from agent._requests import InputRequest, parked_request
 from agent._session_host import SessionRuntime
 from agent._sinks import Observer, Unsubscribe
-from agent._stop_rights import check_may_stop
+from agent._stop_rights import check_may_stop, stoppable
 from agent._turn_input import InboundEvent, Trigger, TurnInput
 from agent._turn_result import TurnResult
 from agent.seams import (
@@ -213,18 +213,26 @@ class AgentSession:
         worker picks the session up does.
 
         Who may stop: with `principal` (the person as the surface verified them, `by` their
-        id as for `resume`), only someone allowed to stop every one of those turns, else
-        `StopAuthorizationError` and nothing is stopped (`agent._stop_rights`: a parked turn
-        is for whoever may answer it and the person who asked; a running one for the person
-        who asked, or whom the agent's `authorize_answer` admits for policy `"stop"`). Without
-        a principal the caller is host code, which may stop anything.
+        id as for `resume`), only the turns theirs to stop end (`agent._stop_rights`: a parked
+        turn is for whoever may answer it and the person who asked; a running or queued one
+        for the person who asked, or whom the agent's `authorize_answer` admits for policy
+        `"stop"`); another person's turn queued behind theirs goes on, and a person with none
+        is refused with `StopAuthorizationError`, nothing stopped. Without a principal the
+        caller is host code, which may stop anything.
 
         Pending confirmations are left as they are: the turn that proposed them has already
         finished, and an answer to one queues a new turn (deny it to refuse the write).
         """
         if principal is not None:
             by = answering_user(by, principal)
-            await check_may_stop(self, principal, by)
+            theirs, refused = await stoppable(self, principal, by)
+            if refused is not None and not theirs:
+                raise refused
+            if refused is not None:
+                # Some turns are another person's (a message queued behind theirs): only
+                # theirs end, each as `cancel` ends it (no park among them: a parked session
+                # has no other unfinished turn).
+                return [t for t in theirs if await self.cancel(t, reason)]
 
         def ended_park(pending: JsonValue) -> list[TurnEvent]:
             request = parked_request(pending)

@@ -11,10 +11,12 @@ about policy `STOP_POLICY` with the session key as its scope. Nobody from anothe
 than the turn's, since a user id names one person only inside it. A call that names nobody is
 host code, which is trusted, as it is for answers.
 
-A person must be allowed to stop every turn the call would end, or nothing is stopped. The
-check reads the turns before the stop commits: a turn queued in between by someone else ends
-with the others (a park cannot appear in between: a session with an unfinished turn does not
-park another, and a parked session queues nothing).
+A person's Stop ends the turns theirs to stop and leaves the others (a message someone else
+sent behind theirs still gets its answer); one with none of them is refused and nothing stops.
+Where every unfinished turn is theirs the session is stopped whole (one transaction, recording
+who); the check reads the turns before that commits, so a turn queued in between by someone
+else ends with the others (a park cannot appear in between: a session with an unfinished turn
+does not park another, and a parked session queues nothing).
 """
 
 from __future__ import annotations
@@ -46,6 +48,16 @@ async def check_may_stop(
 ) -> None:
     """Raise `StopAuthorizationError` unless `principal` (`by`) may stop every unfinished turn
     of the session (only the turn `only`, for `cancel`); nothing has been written then."""
+    _, refusal = await stoppable(session, principal, by, only=only)
+    if refusal is not None:
+        raise refusal
+
+
+async def stoppable(
+    session: SessionHandle, principal: Principal, by: str | None, *, only: str | None = None
+) -> tuple[list[str], StopAuthorizationError | None]:
+    """The unfinished turns `principal` may stop (in queue order), and why one was refused
+    (None: every one may be)."""
     store = session.runtime.store
     record = await store.get_session(session.key)
     parked: InputRequest | None = None
@@ -53,16 +65,26 @@ async def check_may_stop(
     if record is not None and record.status == SessionStatus.SUSPENDED and record.pending:
         parked = parked_request(record.pending)
         workspace = parked_workspace(record.pending)
+    allowed: list[str] = []
+    refusal: StopAuthorizationError | None = None
     for turn in await store.list_turns(session.key):
         if turn.kind != TurnKind.TURN or turn.cancel_reason is not None:
             continue
         if only is not None and turn.turn_id != only:
             continue
-        parks = parked is not None and parked.turn_id == turn.turn_id
-        if parks and turn.status == TurnStatus.SUSPENDED:
-            await _check_park(session, turn, parked, workspace, principal, by)
-        elif turn.status in (TurnStatus.QUEUED, TurnStatus.RUNNING):
-            await _check_running(session, turn, principal, by)
+        try:
+            parks = parked is not None and parked.turn_id == turn.turn_id
+            if parks and turn.status == TurnStatus.SUSPENDED:
+                await _check_park(session, turn, parked, workspace, principal, by)
+            elif turn.status in (TurnStatus.QUEUED, TurnStatus.RUNNING):
+                await _check_running(session, turn, principal, by)
+            else:
+                continue
+        except StopAuthorizationError as refused:
+            refusal = refusal or refused
+            continue
+        allowed.append(turn.turn_id)
+    return allowed, refusal
 
 
 async def _check_park(

@@ -230,3 +230,43 @@ async def test_a_running_turn_is_stopped_by_its_asker_or_the_stop_policy(
         release.set()
         assert (await one.result("t1")).status == TurnStatus.CANCELLED
         assert (await two.result("t2")).status == TurnStatus.CANCELLED
+
+
+async def test_a_stop_ends_the_askers_turns_and_leaves_another_persons(
+    store: SessionStore,
+) -> None:
+    """Bob's message queued behind alice's running turn is not alice's to stop: it still gets
+    its answer; bob, for his part, may stop his own."""
+    entered, release = asyncio.Event(), asyncio.Event()
+
+    @tool
+    async def slow() -> str:
+        """Runs until released."""
+        entered.set()
+        await release.wait()
+        return "done"
+
+    agent = Agent(name="a", instructions="x", tools=[slow])
+    model = ScriptedModel(
+        by_opening={
+            "alice's": [ScriptedReply(tool_calls=[ToolCall(id="c", name="slow", input={})])],
+            "bob's": [ScriptedReply(text="answered")],
+            "carol's": [ScriptedReply(text="answered")],
+        }
+    )
+    async with _runtime(store, agent, model) as rt:
+        session = rt.session(agent, "s1")
+        await session.start(slack_event("alice's", user="U1"), turn_id="t1")
+        await asyncio.wait_for(entered.wait(), 15)
+        await session.start(slack_event("bob's", user="U2"), turn_id="t2")
+        await session.start(slack_event("carol's", user="U3"), turn_id="t3")
+
+        with pytest.raises(StopAuthorizationError):
+            await session.stop(principal=person("U4"))
+        assert await session.stop(principal=person("U1")) == ["t1"]
+        assert await session.stop(principal=person("U3")) == ["t3"]
+        release.set()
+        assert (await session.result("t1")).status == TurnStatus.CANCELLED
+        bob = await session.result("t2")
+        assert (bob.status, bob.text) == (TurnStatus.COMPLETED, "answered")
+        assert (await session.result("t3")).status == TurnStatus.CANCELLED
