@@ -7,9 +7,9 @@ agent_session_stopped). The app must stop the work, say so, and move the session
 `processing`; Slack does not.
 
 Here that is one engine call, committed before the ack (as a message's turn is), so a crash
-cannot lose a Stop Slack saw acknowledged: `session.stop(by=<person>)` cancels every unfinished
-turn of the thread's session, a turn parked for an approval included (unlike a newer message,
-which never ends a park). The cancellation is durable and takes effect at the turn's next
+cannot lose a Stop Slack saw acknowledged: `session.stop(principal=<person>)` cancels the
+unfinished turns of the thread's session that are the person's to stop, a turn parked for an
+approval included (unlike a newer message, which never ends a park). The cancellation is durable and takes effect at the turn's next
 checkpoint: the model is not called again. The thread's renderer then shows it (the reply ends
 "stopped by …", an approval loses its buttons and says who stopped it) and sets the session
 `active`.
@@ -17,7 +17,8 @@ checkpoint: the model is not called again. The thread's renderer then shows it (
 Who may stop (one engine check, `agent._stop_rights`, the one the HTTP API's cancel makes): a
 turn parked for an approval, whoever may answer it and the person who asked (ending it is a
 Deny by another name); a running one, the person who asked, or whom the agent's
-`authorize_answer` admits for policy `"stop"`. Anyone else is told so in the thread, only to
+`authorize_answer` admits for policy `"stop"` (another person's message queued behind it is
+theirs, and still gets its answer). Anyone with none to stop is told so in the thread, only to
 them (ephemeral), and nothing changes: the turn runs on, and since Slack has already stopped
 its streams when it sends the event, the renderer carries the reply on in the same message
 (`message_not_in_streaming_state` is continued with `chat.update`). The person is read as every
