@@ -9,10 +9,10 @@ agent_session_stopped). The app must stop the work, say so, and move the session
 Here that is one engine call, committed before the ack (as a message's turn is), so a crash
 cannot lose a Stop Slack saw acknowledged: `session.stop(principal=<person>)` cancels the
 unfinished turns of the thread's session that are the person's to stop, a turn parked for an
-approval included (unlike a newer message, which never ends a park). The cancellation is durable and takes effect at the turn's next
-checkpoint: the model is not called again. The thread's renderer then shows it (the reply ends
-"stopped by …", an approval loses its buttons and says who stopped it) and sets the session
-`active`.
+approval included (unlike a newer message, which never ends a park). The cancellation is
+durable and takes effect at the turn's next checkpoint: the model is not called again. The
+thread's renderer then shows it (the reply ends "stopped by …", an approval loses its
+buttons and says who stopped it) and sets the session `active`.
 
 Who may stop (one engine check, `agent._stop_rights`, the one the HTTP API's cancel makes): a
 turn parked for an approval, whoever may answer it and the person who asked (ending it is a
