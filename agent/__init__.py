@@ -12,6 +12,8 @@ import typing
 
 from agent._agent_def import Agent, Schedule, SuggestedPrompt
 from agent._answerers import Answerer, PolicyAnswerer, UserAnswerer
+from agent._answering import grant_answer
+from agent._confirm import confirmation_digest, grant_confirmation
 from agent._consent import NeedsConfirmation
 from agent._effects import Effect, EffectAuthority, resolve_receipt
 from agent._errors import (
@@ -33,6 +35,7 @@ from agent._errors import (
     SchemaMismatchError,
     SessionSuspendedError,
     StepConflictError,
+    StopAuthorizationError,
     StoreError,
     StoreUnavailableError,
     ToolError,
@@ -83,8 +86,9 @@ from agent._records import (
 from agent._redaction import REDACTED, Redactor, password_in_url
 from agent._requests import ConfirmationRequest, InputRequest
 from agent._runtime import DEFAULT_CONTEXT_MESSAGES, Runtime
-from agent._session import AgentSession, ResetResult, grant_answer, grant_confirmation
+from agent._session import AgentSession, ResetResult
 from agent._sinks import EventHub, RecordingSink
+from agent._stop_rights import STOP_POLICY
 from agent._tool_context import ToolContext
 from agent._tools import Tool, tool
 from agent._turn_input import InboundEvent, Speaker, Trigger, TurnInput
@@ -98,6 +102,7 @@ if typing.TYPE_CHECKING:
 __all__ = [
     "DEFAULT_CONTEXT_MESSAGES",
     "REDACTED",
+    "STOP_POLICY",
     "AbnormalStopError",
     "ActionCompleted",
     "ActionRequested",
@@ -162,6 +167,7 @@ __all__ = [
     "SessionSuspendedError",
     "Speaker",
     "StepConflictError",
+    "StopAuthorizationError",
     "StoreError",
     "StoreUnavailableError",
     "SuggestedPrompt",
@@ -192,6 +198,7 @@ __all__ = [
     "Usage",
     "UserAnswerer",
     "UserMessage",
+    "confirmation_digest",
     "grant_answer",
     "grant_confirmation",
     "load_agent",

@@ -12,7 +12,8 @@
     ├── TurnError                a turn-level refusal by the session API
     │   ├── TurnNotFoundError
     │   ├── TurnInterruptedError `turn()` cannot finish: the turn parked (`.result` says where)
-    │   └── SessionSuspendedError another turn is parked on this session
+    │   ├── SessionSuspendedError another turn is parked on this session
+    │   └── StopAuthorizationError the person may not stop (or cancel) these turns (HTTP 403)
     ├── ResumeError
     │   ├── ResumeAuthorizationError  the resumer may not answer (HTTP 403)
     │   ├── ResumeConflictError       wrong turn, wrong input, not pending, already answered (409)
@@ -102,6 +103,16 @@ class TurnInterruptedError(TurnError):
 
 class SessionSuspendedError(TurnError):
     """A turn is parked waiting for a person; a different turn cannot start until it is answered."""
+
+
+class StopAuthorizationError(TurnError):
+    """A person asked to stop turns that are not theirs to stop; nothing was stopped.
+
+    Stopping a parked turn is a Deny by another name, so it is for whoever may answer its
+    request (and the person who asked); a running one is for the person who asked, or whom the
+    agent's policy admits (`authorize_answer` asked about policy `"stop"`)."""
+
+    http_status = 403
 
 
 class ResumeError(AgentError):

@@ -82,6 +82,8 @@ def request_digest(
 
 
 WORKSPACE_KEYS = ("team", "enterprise")
+WORKSPACE_NOUNS = {"team": "workspace", "enterprise": "Enterprise Grid organization"}
+"""What each key is called where a person reads why they may not answer."""
 """What makes a user id mean one person: Slack user ids are unique within a workspace (and an
 Enterprise Grid org), so `{"user": id}` names somebody only inside the request's own workspace."""
 
@@ -145,8 +147,9 @@ def check_workspace(workspace: Mapping[str, str], principal: Principal | None) -
         return
     for key, expected in workspace.items():
         if principal.get(key) != expected:
+            where = WORKSPACE_NOUNS.get(key, key)
             raise ResumeAuthorizationError(
-                f"this request belongs to another {key}; only people in its own can answer it"
+                f"it belongs to another {where}, and only people there can answer it"
             )
 
 
@@ -217,7 +220,7 @@ def authorize(
             return
         case UserAnswerer(user=user):
             if by is None or by != user:
-                raise ResumeAuthorizationError("only the requested user may answer this request")
+                raise ResumeAuthorizationError("only the person it asks can answer it")
             return
         case PolicyAnswerer(policy=policy, scope=scope):
             _check_grant(policy, scope, by=by, granted=granted, digest=digest)
@@ -229,9 +232,9 @@ def _check_grant(
     policy: str, scope: str | None, *, by: str | None, granted: Grant | None, digest: str
 ) -> None:
     if granted is None:
+        within = f" for {scope}" if scope else ""
         raise ResumeAuthorizationError(
-            f"answering needs a grant for policy {policy!r} (scope {scope!r}); `by` alone is "
-            "not enough"
+            f"only people the {policy!r} policy allows{within} can answer it"
         )
     if (granted.policy, granted.scope) != (policy, scope):
         raise ResumeAuthorizationError("the grant is for a different policy or scope")

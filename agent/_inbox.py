@@ -19,10 +19,11 @@ from typing import Literal, Protocol, assert_never
 
 from agent._agent_def import Agent
 from agent._answerers import Answerer, PolicyAnswerer, UserAnswerer
+from agent._answering import parked_workspace
+from agent._confirm import confirmation_digest
 from agent._errors import ResumeAuthorizationError
 from agent._hitl import Principal, check_workspace, issue_grant, workspace_of
 from agent._requests import parked_request
-from agent._session import confirmation_digest, parked_workspace
 from agent._turn_input import TurnInput, speaker_key
 from agent.seams import SessionStore, TurnStatus
 

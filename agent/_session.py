@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
-import inspect
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Literal
 
 from agent import _effects as effects
 from agent._agent_def import Agent
 from agent._answerers import AnswererInput
-from agent._approvals import answered_note, clean_reason, confirmation_follow_up, note_step_id
+from agent._answering import (
+    ALREADY_ANSWERED,
+    EXPIRED,
+    STOPPED,
+    gone_reason,
+    parked_workspace,
+    waiting_request,
+)
+from agent._approvals import answered_note, clean_reason, note_step_id
+from agent._confirm import answer_confirmation
 from agent._errors import (
     AgentError,
     ResumeConflictError,
@@ -19,28 +27,25 @@ from agent._errors import (
     TurnInterruptedError,
     TurnNotFoundError,
 )
-from agent._events import ConfirmationResolved, InputResolved, TurnEvent
+from agent._events import InputResolved, TurnEvent
 from agent._hitl import (
     WORKSPACE_KEYS,
-    AuthorizeAnswer,
     Grant,
     Principal,
-    ResumeRequest,
     answer_step_id,
     answerers_of,
     answering_user,
     authorize,
     check_workspace,
-    issue_grant,
     pending_request,
-    request_digest,
     validate_answer,
-    workspace_of,
 )
 from agent._messages import JsonData, JsonValue, Message
-from agent._redaction import Redactor
+from agent._observe import observe_replayed
 from agent._requests import InputRequest, parked_request
-from agent._sinks import EventHub, Observer, Unsubscribe
+from agent._session_host import SessionRuntime
+from agent._sinks import Observer, Unsubscribe
+from agent._stop_rights import check_may_stop, stoppable
 from agent._turn_input import InboundEvent, Trigger, TurnInput
 from agent._turn_result import TurnResult
 from agent.seams import (
@@ -56,50 +61,11 @@ from agent.seams import (
 )
 
 
-class SessionRuntime(Protocol):
-    """What a session handle needs of its runtime (`agent._runtime.Runtime` has it): the store,
-    the event hub, the clock, and the calls that start, stop and wait for the session's turns."""
-
-    @property
-    def store(self) -> SessionStore: ...
-
-    @property
-    def hub(self) -> EventHub: ...
-
-    @property
-    def clock(self) -> Callable[[], float]: ...
-
-    @property
-    def redact(self) -> Redactor: ...
-
-    def kick(self, key: str) -> None: ...
-
-    def signal_cancel(
-        self, key: str, reason: str, *, keep: str | None = None, only: str | None = None
-    ) -> None: ...
-
-    def note_replay(self, key: str, turn_id: str) -> None: ...
-
-    async def wait_turn(self, key: str, turn_id: str) -> TurnResult: ...
-
-
 @dataclass(frozen=True, kw_only=True)
 class ResetResult:
     previous_session: str
     """`<key>#g<N>`: where the retired generation's rows can be found."""
     generation: int
-
-
-def confirmation_digest(record: ConfirmationRecord) -> str:
-    """Binds a grant to the exact proposal: its call, prompt and answerers, and for a
-    `confirmation="capability"` tool the details the person is shown (so an approval of $42 is
-    never an approval of $4,200). A proposal without details keeps the digest it always had."""
-    approved: Any = record.arguments
-    if record.details is not None:
-        approved = {"arguments": record.arguments, "details": record.details}
-    return request_digest(
-        record.turn_id, record.confirmation_id, record.prompt, approved, record.answerers
-    )
 
 
 class AgentSession:
@@ -210,9 +176,15 @@ class AgentSession:
             )
         return result
 
-    async def cancel(self, turn_id: str, reason: str = "cancelled") -> bool:
+    async def cancel(
+        self, turn_id: str, reason: str = "cancelled", *, principal: Principal | None = None
+    ) -> bool:
         """Durably ask the turn to stop at its next checkpoint; False if it is finished or
-        parked (a park is left for `stop`, reset or an answer)."""
+        parked (a park is left for `stop`, reset or an answer). `principal`: the person asking,
+        refused with `StopAuthorizationError` unless they may stop it (`agent._stop_rights`);
+        None is host code, which may stop anything."""
+        if principal is not None:
+            await check_may_stop(self, principal, answering_user(None, principal), only=turn_id)
         record = await self._store.request_cancel(self.key, turn_id, reason)
         if record is None:
             return False
@@ -220,7 +192,13 @@ class AgentSession:
         self.runtime.kick(self.key)
         return True
 
-    async def stop(self, *, by: str | None = None, reason: str = "stopped") -> list[str]:
+    async def stop(
+        self,
+        *,
+        by: str | None = None,
+        principal: Principal | None = None,
+        reason: str = "stopped",
+    ) -> list[str]:
         """A person's Stop: durably end every unfinished turn of the session, parked or not;
         returns the ids of the turns this call stopped.
 
@@ -232,11 +210,29 @@ class AgentSession:
         `cancelled`, `by`) is logged, a later answer to it is a `ResumeConflictError`, and the
         model is not called again for that turn. The turns end `cancelled` with `reason`, and
         `turn.cancelled` says `by` whom. If this process dies before it ends them, whichever
-        worker picks the session up does. Who may stop a session is the host's decision.
+        worker picks the session up does.
+
+        Who may stop: with `principal` (the person as the surface verified them, `by` their
+        id as for `resume`), only the turns theirs to stop end (`agent._stop_rights`: a parked
+        turn is for whoever may answer it and the person who asked; a running or queued one
+        for the person who asked, or whom the agent's `authorize_answer` admits for policy
+        `"stop"`); another person's turn queued behind theirs goes on, and a person with none
+        is refused with `StopAuthorizationError`, nothing stopped. Without a principal the
+        caller is host code, which may stop anything.
 
         Pending confirmations are left as they are: the turn that proposed them has already
         finished, and an answer to one queues a new turn (deny it to refuse the write).
         """
+        if principal is not None:
+            by = answering_user(by, principal)
+            theirs, refused = await stoppable(self, principal, by)
+            if refused is not None and not theirs:
+                raise refused
+            if refused is not None:
+                # Some turns are another person's (a message queued behind theirs): only
+                # theirs end, each as `cancel` ends it (no park among them: a parked session
+                # has no other unfinished turn).
+                return [t for t in theirs if await self.cancel(t, reason)]
 
         def ended_park(pending: JsonValue) -> list[TurnEvent]:
             request = parked_request(pending)
@@ -321,17 +317,9 @@ class AgentSession:
         `start`), e.g. waking whatever shows the turn, so the resumed turn can never be left
         unseen.
         """
-        session = await self._store.get_session(self.key)
-        if session is None or session.status != SessionStatus.SUSPENDED or not session.pending:
-            raise ResumeConflictError("the session is not parked (answered already, or reset)")
-        request = pending_request(session.pending)
-        if session.pending.get("turn_id") != turn_id:
-            raise ResumeConflictError("the session is parked on a different turn")
-        if request.id != input_id:
-            raise ResumeConflictError(f"the pending request is {request.id!r}, not {input_id!r}")
-        if digest is not None and digest != request.digest:
-            raise ResumeConflictError("the pending request is no longer the one answered")
-        self._refuse_expired(request.expires_at, f"request {input_id!r}")
+        session, request = await waiting_request(
+            self._store, self.key, turn_id, input_id, digest=digest, now=self.runtime.clock()
+        )
         check_workspace(parked_workspace(session.pending), principal)
         by = answering_user(by, principal)
         authorize(request.answerers, by=by, granted=granted, digest=request.digest)
@@ -346,25 +334,26 @@ class AgentSession:
             by=by,
             reason=said,
         )
-        events = await self._store.resume_turn(
-            self.key,
-            turn_id,
-            expected_pending=session.pending,
-            answer_step=answer_step_id(turn_id, input_id),
-            answer=value,
-            notes=notes,
-            events=[resolved],
-            alongside=alongside,
-        )
+        try:
+            events = await self._store.resume_turn(
+                self.key,
+                turn_id,
+                expected_pending=session.pending,
+                answer_step=answer_step_id(turn_id, input_id),
+                answer=value,
+                notes=notes,
+                events=[resolved],
+                alongside=alongside,
+            )
+        except ResumeConflictError as conflict:
+            # Another answer (a racing click, the expiry) won under the store's lock: say so.
+            why = await gone_reason(self._store, self.key, turn_id, input_id)
+            if why in (ALREADY_ANSWERED, EXPIRED, STOPPED):
+                raise ResumeConflictError(why) from None
+            raise conflict from None
         for event in events:
             await self.runtime.hub.emit(event)
         self.runtime.kick(self.key)
-
-    def _refuse_expired(self, expires_at: float | None, what: str) -> None:
-        """Past its deadline a request takes no answer, even before a sweep has applied its
-        expiry (which it will): the deadline is the one the person was shown."""
-        if expires_at is not None and self.runtime.clock() >= expires_at:
-            raise ResumeConflictError(f"{what} expired; it is no longer pending")
 
     async def confirm(
         self,
@@ -376,6 +365,8 @@ class AgentSession:
         granted: Grant | None = None,
         reason: str | None = None,
         alongside: Callable[[StoreHandle], None] | None = None,
+        turn_id: str | None = None,
+        digest: str | None = None,
     ) -> str:
         """Answer a proposed write; returns the id of the turn that acts on the answer.
 
@@ -387,50 +378,24 @@ class AgentSession:
         recorded as having answered. `reason` (cleaned as for `resume`) is stored with the
         answer and quoted in what the model of the acting turn reads. A proposal past its
         `expires_at` is no longer pending. `alongside`: as for `resume`.
+
+        `turn_id` and `digest` bind the answer to what was shown, as `resume(digest=)` does: the
+        turn that proposed the write and `confirmation_digest` of the proposal; an answer that
+        names another turn or carries another digest is a `ResumeConflictError` and nothing is
+        written. Leaving them out names the proposal by its id alone (`agent._confirm`).
         """
-        record = await self._store.get_confirmation(self.key, confirmation_id)
-        if record is None:
-            raise ResumeConflictError(f"no confirmation {confirmation_id!r} on this session")
-        if record.status != ConfirmationStatus.PENDING:
-            raise ResumeConflictError(
-                f"confirmation {confirmation_id!r} was answered already or expired"
-            )
-        self._refuse_expired(record.expires_at, f"confirmation {confirmation_id!r}")
-        workspace = await proposal_workspace(self, record)
-        check_workspace(workspace, principal)
-        by = answering_user(by, principal)
-        authorize(record.answerers, by=by, granted=granted, digest=confirmation_digest(record))
-        said = clean_reason(reason, self.runtime.redact)
-        status = ConfirmationStatus.ACCEPTED if accepted else ConfirmationStatus.DENIED
-        follow_up = f"confirm:{confirmation_id}"
-        turn_input = confirmation_follow_up(
-            record, status=status, by=by, reason=said, workspace=workspace
-        )
-        resolved = ConfirmationResolved(
-            session=self.key,
-            turn_id=follow_up,
-            confirmation_id=confirmation_id,
-            accepted=accepted,
-            by=by,
-            outcome="accepted" if accepted else "denied",
-            reason=said,
-        )
-        _, events = await self._store.resolve_confirmation(
-            self.key,
+        return await answer_confirmation(
+            self,
             confirmation_id,
-            accepted=accepted,
+            accepted,
             by=by,
-            follow_up_turn=follow_up,
-            follow_up=turn_input,
-            events=[resolved],
-            now=self.runtime.clock(),
-            reason=said,
+            principal=principal,
+            granted=granted,
+            reason=reason,
             alongside=alongside,
+            turn_id=turn_id,
+            digest=digest,
         )
-        for event in events:
-            await self.runtime.hub.emit(event)
-        self.runtime.kick(self.key)
-        return follow_up
 
     # reading ------------------------------------------------------------------------------
 
@@ -443,26 +408,7 @@ class AgentSession:
         """
         if not replay:
             return self.runtime.hub.subscribe(callback, session=self.key, turn_id=turn_id)
-        buffered: list[TurnEvent] = []
-        replaying = True
-        delivered_upto = 0
-
-        async def gate(event: TurnEvent) -> None:
-            if replaying:
-                buffered.append(event)
-            elif event.seq == 0 or event.seq > delivered_upto:
-                await _call(callback, event)
-
-        unsubscribe = self.runtime.hub.subscribe(gate, session=self.key, turn_id=turn_id)
-        for event in await self._store.read_events(self.key):
-            if turn_id is None or event.turn_id == turn_id:
-                await _call(callback, event)
-            delivered_upto = max(delivered_upto, event.seq)
-        replaying = False
-        for event in buffered:
-            if event.seq == 0 or event.seq > delivered_upto:
-                await _call(callback, event)
-        return unsubscribe
+        return await observe_replayed(self.runtime.hub, self._store, self.key, callback, turn_id)
 
     async def events(self, after_seq: int = 0) -> list[TurnEvent]:
         result: list[TurnEvent] = await self._store.read_events(self.key, after_seq)
@@ -519,85 +465,3 @@ class AgentSession:
         """`agent.resolve_receipt` on this session: settle an `uncertain` receipt as `completed`
         with the value observed at the provider, or `failed` (not applied; no value)."""
         return await effects.resolve_receipt(self._store, self.key, key, status=status, value=value)
-
-
-async def grant_answer(
-    session: AgentSession,
-    request: ResumeRequest,
-    authorize_answer: AuthorizeAnswer | None = None,
-) -> Grant | None:
-    """The one async step before a policy resume: ask the agent's `authorize_answer` hook.
-
-    Its exceptions propagate (an HTTP surface answers 500 and applies nothing, so the same
-    answer can be retried). Returns None when the hook says no or no policy applies. The
-    request's `by` and `principal` are checked as `resume` checks them (the hook is asked about
-    the one person they name), so the grant fits the resume that follows.
-    """
-    record = await session.runtime.store.get_session(session.key)
-    pending = await session.pending()
-    if (
-        record is None
-        or pending is None
-        or pending.turn_id != request.turn_id
-        or pending.id != request.input_id
-    ):
-        raise ResumeConflictError("that request is not the one pending on this session")
-    # The hook is never asked about someone from another workspace, nor about two people.
-    check_workspace(parked_workspace(record.pending), request.principal)
-    by = answering_user(request.by, request.principal)
-    return await issue_grant(
-        pending.answerers,
-        by=by,
-        principal=request.principal,
-        digest=pending.digest,
-        authorize_answer=authorize_answer or session.agent.authorize_answer,
-    )
-
-
-async def grant_confirmation(
-    session: AgentSession,
-    confirmation_id: str,
-    *,
-    by: str | None,
-    principal: Principal | None = None,
-    authorize_answer: AuthorizeAnswer | None = None,
-) -> Grant | None:
-    """`grant_answer` for a proposed write (`by` and `principal` checked as `confirm` does)."""
-    record = await session.runtime.store.get_confirmation(session.key, confirmation_id)
-    if record is None or record.status != ConfirmationStatus.PENDING:
-        raise ResumeConflictError(f"confirmation {confirmation_id!r} is not pending")
-    check_workspace(await proposal_workspace(session, record), principal)
-    by = answering_user(by, principal)
-    return await issue_grant(
-        record.answerers,
-        by=by,
-        principal=principal,
-        digest=confirmation_digest(record),
-        authorize_answer=authorize_answer or session.agent.authorize_answer,
-    )
-
-
-def parked_workspace(pending: JsonValue) -> dict[str, str]:
-    """The workspace of the parked turn, saved with its checkpoint (older checkpoints: read off
-    the inbound event they saved)."""
-    if not isinstance(pending, dict):
-        return {}
-    saved = pending.get("workspace")
-    if isinstance(saved, dict):
-        return {str(k): str(v) for k, v in saved.items()}
-    inbound = pending.get("inbound")
-    if isinstance(inbound, dict):
-        return workspace_of(TurnInput(text="", inbound=InboundEvent.model_validate(inbound)))
-    return {}
-
-
-async def proposal_workspace(session: AgentSession, record: ConfirmationRecord) -> dict[str, str]:
-    """The workspace of the turn that proposed the write (a reset expires what it archives)."""
-    proposing = await session.runtime.store.get_turn(session.key, record.turn_id)
-    return workspace_of(proposing.input if proposing is not None else None)
-
-
-async def _call(callback: Observer, event: TurnEvent) -> None:
-    outcome = callback(event)
-    if inspect.isawaitable(outcome):
-        await outcome

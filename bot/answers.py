@@ -6,12 +6,14 @@ opens it (with the click's trigger, within Slack's three seconds) and its submis
 through this same path, with the reason. Where the modal cannot help (the clicker may not
 answer, the request is gone), the click is answered at once, as before, and refused the same.
 
-The clicker's id and workspace come from the signed payload (`body.user`), never from the
-button. Every refusal leaves the engine unchanged and tells only the clicker (ephemeral): a person
-not allowed to answer (someone else, or the same user id in another workspace) sees why and the
-buttons stay; a button that does not match what is pending changes nothing; only a click on a
-request that is really gone (answered, reset) rewrites its message. Of two racing clicks the store
-lets exactly one through.
+The clicker's id and workspace come from the signed payload (`bot.identity`, as Bolt reads
+them: in Enterprise Grid the org is `team.enterprise_id`), never from the button, whose value
+binds the answer to what was shown (session, turn, request and digest, for a park and a
+proposed write alike). Every refusal leaves the engine unchanged and tells only the clicker
+(ephemeral): a person not allowed to answer (someone else, or the same user id in another
+workspace) sees why and the buttons stay; a button that does not match what is pending changes
+nothing; only a click on a request that is really gone (answered, reset) rewrites its message.
+Of two racing clicks the store lets exactly one through.
 
 The answer and the wake-up of the session's renderer commit in one transaction, so the resumed
 turn is always shown, whichever process runs it and whatever a renderer saw just before.
@@ -23,13 +25,11 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 from agent import (
     Agent,
     AgentSession,
-    Principal,
     ResumeAuthorizationError,
     ResumeConflictError,
     ResumeError,
@@ -46,8 +46,10 @@ from bot.approvals import (
     answered_blocks,
     verdict_text,
 )
+from bot.clicks import Click, answer_mark, names, posted_as, shown_in
 from bot.deny_reason import ModalSeal, Opened, deny_modal, reason_of
 from bot.home import HomeTab, Inbox, ref_of
+from bot.identity import principal_of
 from bot.slack_calls import SlackCallError, call
 from bot.slack_clients import SlackClients
 from storage.delivery.store import DeliveryStore, Post, PostUpdate
@@ -55,7 +57,7 @@ from storage.delivery.store import DeliveryStore, Post, PostUpdate
 log = logging.getLogger(__name__)
 Ack = Callable[[], Awaitable[Any]]
 
-NOT_ALLOWED = "You can't answer this request: {why}"
+NOT_ALLOWED = "You can't answer this request: {why}."
 STALE = (
     "This request is no longer pending (it was answered already, it expired or was stopped, or "
     "the conversation was reset)."
@@ -66,84 +68,6 @@ MISMATCH = (
 ALREADY = "This request was already answered."
 TRY_AGAIN = "I couldn't record your answer just now; nothing was changed. Please try again."
 BLOCKED = "I can't act on this yet: the conversation is waiting on another approval."
-
-
-@dataclass(frozen=True, kw_only=True)
-class Click:
-    ref: ApprovalRef
-    accepted: bool
-    user: str
-    principal: Principal
-    channel: str | None
-    """Where the request's message was clicked; None for a click in the Home tab."""
-    message_ts: str | None
-    thread_ts: str | None
-    home: bool = False
-    trigger_id: str | None = None
-    reason: str | None = None
-    """What a person denying said (the Deny modal)."""
-    workspace: str | None = None
-    """The workspace the click was sent for (the installation whose token answers it); None:
-    the clicker's own."""
-
-    @property
-    def speaks_for(self) -> str:
-        return self.workspace or str(self.principal.get("team") or "")
-
-    @classmethod
-    def parse(cls, body: dict[str, Any]) -> Click:
-        action = body["actions"][0]
-        container = body.get("container") or {}
-        principal = _principal(body)
-        user = str(principal.get("user"))
-        trigger = body.get("trigger_id")
-        common = {
-            "ref": ApprovalRef.decode(action["value"]),
-            "accepted": action["action_id"] == "agent_approve",
-            "user": user,
-            "principal": principal,
-            "trigger_id": trigger if isinstance(trigger, str) else None,
-            "workspace": _workspace(body),
-        }
-        if container.get("type") == "view":
-            # The Home tab: no channel, no message, a view (the block_actions payload).
-            return cls(**common, channel=None, message_ts=None, thread_ts=None, home=True)
-        return cls(
-            **common,
-            channel=str(container.get("channel_id") or body["channel"]["id"]),
-            message_ts=str(container.get("message_ts") or body["message"]["ts"]),
-            thread_ts=container.get("thread_ts") or (body.get("message") or {}).get("thread_ts"),
-        )
-
-    @classmethod
-    def submitted(cls, opened: Opened, reason: str | None) -> Click:
-        """The Deny a modal's submission completes."""
-        return cls(
-            ref=opened.ref,
-            accepted=False,
-            user=str(opened.principal.get("user")),
-            principal=opened.principal,
-            channel=opened.channel,
-            message_ts=opened.message_ts,
-            thread_ts=opened.thread_ts,
-            home=opened.home,
-            reason=reason,
-        )
-
-
-def _workspace(body: dict[str, Any]) -> str | None:
-    team = body.get("team")
-    found = team.get("id") if isinstance(team, dict) else None
-    return found if isinstance(found, str) and found else None
-
-
-def _principal(body: dict[str, Any]) -> Principal:
-    """Who clicked, from the signed payload: their own workspace identifies them (a user id
-    means one person only there)."""
-    user = str(body["user"]["id"])
-    team = body["user"].get("team_id") or (body.get("team") or {}).get("id")
-    enterprise = (body.get("enterprise") or {}).get("id") or body["user"].get("enterprise_id")
-    return {"team": team, "enterprise": enterprise, "user": user}
 
 
 class AnswerHandler:
@@ -193,7 +117,7 @@ class AnswerHandler:
         try:
             view = body["view"]
             opened = self.seal.open(str(view["private_metadata"])) if self.seal else None
-            submitter = _principal(body)
+            submitter = principal_of(body)
         except (KeyError, TypeError, AttributeError):
             opened, submitter = None, None
         if opened is None or submitter is None:
@@ -216,7 +140,7 @@ class AnswerHandler:
         except Exception:
             log.exception("could not tell who may answer; answering the Deny at once")
             return False
-        return any(ref_of(p) == click.ref for p in pending)
+        return any(names(click.ref, ref_of(p)) for p in pending)
 
     async def _open_modal(self, click: Click) -> None:
         assert self.seal is not None
@@ -310,13 +234,13 @@ class AnswerHandler:
                 return
         post = await self.delivery.get_post(click.ref.post_key)
         body_json = dict(post.body) if post else {}
-        body_json["answered"] = _answered(click)
+        body_json["answered"] = answer_mark(click)
         verdict = verdict_text(click.accepted, click.user)
         if click.reason:
             verdict += f": {click.reason}"
         await self._show(click, verdict, body_json, post)
         self._refresh_home(click, post)
-        ts = _posted_as(post, click)
+        ts = posted_as(post, click)
         if post is not None and ts is not None:
             # Closed only with its ts: a row closed without one would make the next renderer
             # that re-applies the request post it a second time.
@@ -331,11 +255,11 @@ class AnswerHandler:
         ref = click.ref
         now = time.time()
         post = await self.delivery.get_post(ref.post_key)
-        ts = _posted_as(post, click)
+        ts = posted_as(post, click)
         answered = (
             PostUpdate(
                 post_key=post.post_key,
-                body={**post.body, "answered": _answered(click)},
+                body={**post.body, "answered": answer_mark(click)},
                 state="answered",
                 ts=ts,
             )
@@ -365,8 +289,15 @@ class AnswerHandler:
                 reason=click.reason,
             )
         else:
+            # Bound as a park's answer is: the button's turn, and its digest where it has one
+            # (buttons posted before they carried it name the proposal by turn and id).
             granted = await grant_confirmation(
-                session, ref.ident, by=click.user, principal=click.principal
+                session,
+                ref.ident,
+                by=click.user,
+                principal=click.principal,
+                turn_id=ref.turn_id,
+                digest=ref.digest,
             )
             await session.confirm(
                 ref.ident,
@@ -376,6 +307,8 @@ class AnswerHandler:
                 granted=granted,
                 alongside=wake,
                 reason=click.reason,
+                turn_id=ref.turn_id,
+                digest=ref.digest,
             )
         # Listening before the drain the answer queued has run: its first tokens show live.
         self.kick(ref.session)
@@ -393,7 +326,7 @@ class AnswerHandler:
         the buttons off a request that still waits, or the thread is stuck until a reset."""
         ref = click.ref
         post = await self.delivery.get_post(ref.post_key)
-        if not _shown_in(post, click) or not await self._gone(session, ref):
+        if not shown_in(post, click) or not await self._gone(session, ref):
             await self._ephemeral(click, MISMATCH)
             return
         if post is not None and post.body.get("settled"):
@@ -492,34 +425,6 @@ class AnswerHandler:
         audience = (post.body if post else {}).get("audience")
         users = {click.user, *audience} if isinstance(audience, list) else None
         self.home.refresh(team, users)
-
-
-def _answered(click: Click) -> dict[str, Any]:
-    answered: dict[str, Any] = {"by": click.user, "accepted": click.accepted}
-    if click.reason:
-        answered["reason"] = click.reason
-    return answered
-
-
-def _posted_as(post: Post | None, click: Click) -> str | None:
-    """The ts of the request's message: the recorded one, or, where the renderer that posted it
-    died before Slack's answer reached it (the row still `posting`), the clicked message, which
-    is that post (its buttons carry this request, and only its post puts them on a message)."""
-    if post is None:
-        return None
-    if post.ts:
-        return post.ts
-    if post.state == "posting" and click.channel and post.channel == click.channel:
-        return click.message_ts
-    return None
-
-
-def _shown_in(post: Post | None, click: Click) -> bool:
-    """The button value belongs to the clicked message: the bot posted that request there (a
-    Home click: the bot posted that request)."""
-    if click.home:
-        return post is not None and post.ts is not None
-    return post is not None and post.ts == click.message_ts and post.channel == click.channel
 
 
 def _all_of(writes: list[Callable[[StoreHandle], None]]) -> Callable[[StoreHandle], None]:

@@ -23,6 +23,7 @@ from slack_sdk.models.blocks import (
 )
 
 from agent import Answerer, ConfirmationRequest, PolicyAnswerer, UserAnswerer
+from bot.stops import stopper
 
 APPROVE = "agent_approve"
 DENY = "agent_deny"
@@ -136,7 +137,7 @@ EXPIRED = ":hourglass: This request expired before anyone answered it."
 
 
 def stopped_verdict(by: str | None) -> str:
-    who = f" by <@{by}>" if by else ""
+    who = f" by {stopper(by)}" if by else ""
     return f":octagonal_sign: Stopped{who}: this request is no longer pending."
 
 

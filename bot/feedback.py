@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from bot.identity import principal_of
 from bot.inbound import parse_session_key
 from storage.delivery.store import DeliveryStore, Feedback
 
@@ -79,7 +80,9 @@ class FeedbackClick:
         if verdict not in ("positive", "negative"):
             raise ValueError("unknown verdict")
         container = body.get("container") or {}
-        user = body["user"]
+        clicker = principal_of(body)  # in Enterprise Grid `user.team_id` is the org's id
+        if clicker is None or not clicker.get("team"):
+            raise ValueError("a click by nobody of a known workspace")
         try:
             clicked_at = float(action.get("action_ts") or time.time())
         except (TypeError, ValueError):
@@ -88,8 +91,8 @@ class FeedbackClick:
             session=str(data["s"]),
             turn_id=str(data["t"]),
             verdict=verdict,
-            user=str(user["id"]),
-            team=str(user.get("team_id") or (body.get("team") or {}).get("id")),
+            user=str(clicker.get("user")),
+            team=str(clicker.get("team")),
             channel=str(container.get("channel_id") or body["channel"]["id"]),
             message_ts=str(container.get("message_ts") or body["message"]["ts"]),
             clicked_at=clicked_at,

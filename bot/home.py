@@ -94,14 +94,14 @@ class Inbox(Protocol):
 
 
 def ref_of(pending: Pending) -> ApprovalRef:
-    """The button value, as the thread's request carries it: a park's with its digest, a
-    proposed write's without (`session.confirm` checks the stored proposal itself)."""
+    """The button value, as the thread's request carries it: session, turn, request and the
+    digest an answer is bound to (a park's and a proposed write's alike)."""
     return ApprovalRef(
         kind=pending.kind,
         session=pending.session,
         turn_id=pending.turn_id,
         ident=pending.request_id,
-        digest=pending.digest if pending.kind == "input" else None,
+        digest=pending.digest,
     )
 
 

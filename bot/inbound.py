@@ -13,15 +13,13 @@ from dataclasses import dataclass
 from typing import Any, TypeGuard
 
 from agent import InboundEvent, Speaker
+from bot.identity import is_slack_id as is_slack_id
+from bot.identity import workspace_of
 
 SOURCE = "slack"
 # Subtypes that are still a person writing; every other subtype (edits, deletions, joins, bot
 # posts) starts no turn.
 PERSON_SUBTYPES = frozenset({None, "file_share", "thread_broadcast"})
-_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
-"""Slack's ids (`T0123ABC`, `U…`, `C…`, `E…`) are short runs of ASCII capitals and digits; this
-takes a little more so as never to refuse a real one. Nothing else names a team, a person or a
-channel, and a `:` would split the session key."""
 _TS = re.compile(r"[0-9]{1,12}\.[0-9]{1,12}")
 """A message timestamp, `1700000000.000100`: the message's id within its channel."""
 _CHANNEL_TYPE = re.compile(r"[a-z_]{1,32}")
@@ -107,13 +105,18 @@ def person_message(body: dict[str, Any], bot_user_id: str | None) -> SlackMessag
         return None
     if event.get("bot_id"):
         return None
-    team = body.get("team_id") or event.get("team")
+    # The workspace the event was sent for (its installation's, `bot.identity`): in a channel
+    # shared between workspaces the envelope's `team_id` may be the author's instead.
+    place = workspace_of(body)
+    team = place.team or event.get("team")
     user, channel, ts = event.get("user"), event.get("channel"), event.get("ts")
     thread_ts = event.get("thread_ts") or None
-    enterprise = body.get("enterprise_id") or None
+    enterprise = place.enterprise
     text = event.get("text") or ""
     if not (_is_id(team) and _is_id(channel) and _is_id(user) and _is_ts(ts)):
         return None
+    if body.get("team_id") is not None and not _is_id(body["team_id"]):
+        return None  # an envelope Slack never sends, whichever workspace it is for
     if thread_ts is not None and not _is_ts(thread_ts):
         return None
     if enterprise is not None and not _is_id(enterprise):
@@ -148,11 +151,6 @@ def clean_text(text: str) -> str:
     database (nor the model's API) takes it; a whole pair was already joined by the parser.
     """
     return _SURROGATE.sub("\ufffd", text)
-
-
-def is_slack_id(value: object) -> TypeGuard[str]:
-    """A team, user, channel or enterprise id as Slack makes them (see `_ID`)."""
-    return isinstance(value, str) and _ID.fullmatch(value) is not None
 
 
 def is_slack_ts(value: object) -> TypeGuard[str]:

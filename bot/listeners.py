@@ -22,14 +22,15 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.async_context import AsyncBoltContext
 
-from agent import Agent, Principal, Runtime, SessionSuspendedError
+from agent import Agent, Runtime, SessionSuspendedError
 from bot.agent_entry import AgentEntry
 from bot.answers import AnswerHandler
 from bot.approvals import APPROVE, DENY
 from bot.deny_reason import DENY_REASON
 from bot.feedback import FEEDBACK, FeedbackHandler
 from bot.home import HomeTab
-from bot.inbound import SlackMessage, is_slack_id, person_message
+from bot.identity import principal_of
+from bot.inbound import SlackMessage, person_message
 from bot.oauth import Uninstalls
 from bot.rendering.pool import RendererPool
 from bot.resets import RESET_SHORTCUT, Resets
@@ -258,16 +259,12 @@ class Listeners:
                 str(body.get("team_id") or ""), event["user"], str(event.get("channel") or "")
             )
         elif event.get("tab") == "home" and self.home is not None:
-            team = body.get("team_id")
-            enterprise = body.get("enterprise_id") or None
             view = event.get("view")
             shown = view.get("hash") if isinstance(view, dict) else None
-            if is_slack_id(team) and is_slack_id(event["user"]):
-                principal: Principal = {
-                    "team": team,
-                    "enterprise": enterprise if is_slack_id(enterprise) else None,
-                    "user": event["user"],
-                }
+            # Who opened it, as every surface reads a person (`bot.identity`), so the inbox
+            # lists what their clicks may answer.
+            principal = principal_of(body)
+            if principal is not None and principal.get("team"):
                 try:
                     await self.home.opened(
                         principal, hash=shown if isinstance(shown, str) else None

@@ -7,7 +7,7 @@ the wrong shape fails each request as a 500, and Slack retries a 500. Slack neve
 payload; one that arrives signed means nothing, so it is answered 200 and ignored.
 
 The rules are what the installed Bolt (`slack_bolt.request.payload_utils`, the built-in listener
-matchers, `IgnoringSelfEvents`) and `bot.answers.Click.parse` read, and no more: a payload only
+matchers, `IgnoringSelfEvents`) and `bot.clicks.Click.parse` read, and no more: a payload only
 has to be what they take for granted. Fields Bolt reads to build a request's context are covered
 differently (see `SlackBot.slack_events`).
 """

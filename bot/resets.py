@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent import Agent, Runtime
+from bot.identity import principal_of, workspace_of
 from bot.inbound import session_key
 from bot.slack_calls import SlackCallError, call
 from bot.slack_clients import SlackClients
@@ -74,9 +75,10 @@ class ResetRequest:
         """A slash command: no thread in the payload (Slack runs none inside threads), so the
         thread is whatever the text names (a ts or a link), else the channel's latest."""
         team = str(command.get("team_id"))
+        asker = principal_of(command)
         return cls(
             team=team,
-            person_team=team,
+            person_team=str((asker or {}).get("team") or team),
             user=str(command.get("user_id")),
             channel=str(command.get("channel_id")),
             thread=thread_named_in(str(command.get("text") or "")),
@@ -93,11 +95,14 @@ class ResetRequest:
         """
         message, user = shortcut["message"], shortcut["user"]
         team = shortcut.get("team") or {}
-        team_id = str(team.get("id") or user.get("team_id"))
+        team_id = str(workspace_of(shortcut).team or user.get("team_id"))
         thread_ts = message.get("thread_ts")
+        # The asker's own workspace, as every surface reads it (`bot.identity`): in Enterprise
+        # Grid `user.team_id` is the org's id, and the workspace is the shortcut's `team`.
+        asker = principal_of(shortcut)
         return cls(
             team=team_id,
-            person_team=str(user.get("team_id") or team_id),
+            person_team=str((asker or {}).get("team")),
             user=str(user["id"]),
             channel=str(shortcut["channel"]["id"]),
             thread=str(thread_ts or message["ts"]),

@@ -3,6 +3,7 @@ the engine's errors to status codes, so every route answers a refusal alike.
 
     ApiError(status)                 the API's own refusals: 400, 401, 403, 404, 409, 413, 422
     ResumeAuthorizationError   403   not this person's to answer (or another workspace)
+    StopAuthorizationError     403   not this person's to stop (cancel)
     ResumeConflictError        409   not pending, another turn or input, a stale digest, expired
     SessionSuspendedError      409   the session waits on an answer; no new turn until then
     ResumeValidationError      422   the answer does not fit the request's schema
@@ -11,7 +12,9 @@ the engine's errors to status codes, so every route answers a refusal alike.
     anything else              500   logged; the text never reaches the caller
 
 No answer repeats what the request held (a body, a token); validation errors name the field
-and the rule, not the value.
+and the rule, not the value. Refusals speak to the person behind the token ("this request was
+already answered", "you can't answer this request: only the person it asks can answer it") and
+never show the engine's internal session keys.
 """
 
 from __future__ import annotations
@@ -26,10 +29,15 @@ from agent import (
     ResumeConflictError,
     ResumeValidationError,
     SessionSuspendedError,
+    StopAuthorizationError,
     StoreUnavailableError,
     TurnNotFoundError,
 )
 
+WAITING = (
+    "this conversation is waiting for an answer to a request; answer it (GET pending) or "
+    "cancel it before starting another turn"
+)
 HOOK_FAILED = "the answer's authorization hook failed; nothing was applied (retry later)"
 
 
@@ -66,9 +74,14 @@ def engine_error(err: Exception) -> ApiError | None:
     """The status an engine error carries, or None for one that is a server fault."""
     match err:
         case ResumeAuthorizationError():
-            return ApiError(403, str(err))
-        case ResumeConflictError() | SessionSuspendedError():
+            return ApiError(403, f"you can't answer this request: {err}")
+        case StopAuthorizationError():
+            return ApiError(403, f"you can't stop this: {err}")
+        case ResumeConflictError():
             return ApiError(409, str(err))
+        case SessionSuspendedError():
+            # The store's text names the session's internal key; this is what a caller needs.
+            return ApiError(409, WAITING)
         case ResumeValidationError():
             return ApiError(422, str(err))
         case TurnNotFoundError():

@@ -191,7 +191,7 @@ def _paths() -> dict[str, Any]:
                 "requestBody": _body("CancelBody", required=False),
                 "responses": {
                     "200": _answer("The turns this cancelled.", "CancelOut"),
-                    **_errors(400, 401, 404, 409, 413, 422, 503),
+                    **_errors(400, 401, 403, 404, 409, 413, 422, 500, 503),
                 },
             }
         },

@@ -62,10 +62,20 @@ class ConfirmBody(_Body):
 
     accepted: bool
     reason: str | None = Field(default=None, max_length=MAX_REASON_CHARS)
+    digest: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=128,
+        description="The proposal's digest (from GET pending): given, the answer binds to "
+        "the exact proposal shown, and one that is not it is a 409. Left out, the "
+        "confirmation id alone names it (a proposal never changes once recorded).",
+    )
 
 
 class CancelBody(_Body):
-    """`POST /sessions/{key}/cancel`: one turn, or (no turn id) every unfinished turn."""
+    """`POST /sessions/{key}/cancel`: one turn, or (no turn id) every unfinished turn; only
+    what the token's principal may stop (403 otherwise): a parked turn, if they may answer it
+    or asked it; a running one, if they asked it or the agent's "stop" policy admits them."""
 
     turn_id: str | None = Field(default=None, min_length=1, max_length=MAX_ID_CHARS)
     reason: str | None = Field(default=None, min_length=1, max_length=200)
@@ -142,6 +152,7 @@ class PendingConfirmationOut(_Out):
     prompt: str
     details: dict[str, Any] | None
     answerers: dict[str, Any] | None
+    digest: str = Field(description="What an answer binds to (`digest` of the confirm body).")
     created_at: float
     expires_at: float | None
     may_answer: bool

@@ -8,7 +8,8 @@ token's principal where Slack has the signed clicker.
   policy) then `session.resume(..., digest=)` / `session.confirm(...)`, with `by` and
   `principal`: the engine decides who may answer, as for a click. A hook that raises is a 500
   and nothing is applied.
-- Cancel is `session.cancel`, or `session.stop(by=)` for a parked turn or the whole session;
+- Cancel is `session.cancel`, or `session.stop` for a parked turn or the whole session, with
+  the token's principal: the engine decides who may stop what, as for Slack's Stop;
   reset is `session.reset()`; pending is `session.pending()`, the session's pending
   confirmations, and `runtime.answerable(principal)` for which of them this principal may
   answer.
@@ -32,11 +33,13 @@ from agent import (
     ResumeRequest,
     Runtime,
     Speaker,
+    StopAuthorizationError,
     StoreUnavailableError,
     TurnEvent,
     TurnRecord,
     TurnResult,
     TurnStatus,
+    confirmation_digest,
     grant_answer,
     grant_confirmation,
 )
@@ -303,7 +306,11 @@ class ApiService:
         caller = where.caller
         granted = await _hooked(
             grant_confirmation(
-                where.session, confirmation_id, by=caller.user, principal=caller.principal
+                where.session,
+                confirmation_id,
+                by=caller.user,
+                principal=caller.principal,
+                digest=body.digest,
             )
         )
         follow_up = await where.session.confirm(
@@ -313,6 +320,7 @@ class ApiService:
             principal=caller.principal,
             granted=granted,
             reason=body.reason,
+            digest=body.digest,
         )
         return ConfirmOut(
             session=where.key,
@@ -357,6 +365,7 @@ class ApiService:
                     prompt=p.prompt,
                     details=p.details,
                     answerers=_answerers(p.answerers),
+                    digest=confirmation_digest(p),
                     created_at=p.created_at,
                     expires_at=p.expires_at,
                     may_answer=("confirm", p.turn_id, p.confirmation_id) in allowed,
@@ -369,21 +378,22 @@ class ApiService:
 
     async def cancel(self, where: Addressed, body: CancelBody) -> CancelOut:
         """One turn (`turn_id`), or every unfinished turn of the session. A parked turn ends
-        as Slack's Stop ends it (`stop(by=)`: a person cancelling ends a park, where a newer
-        message never does); a queued or running one stops at its next checkpoint."""
-        user = where.caller.user
+        as Slack's Stop ends it (`stop(principal=)`: a person cancelling ends a park, where a
+        newer message never does); a queued or running one stops at its next checkpoint. Only
+        what the token's principal may stop, by the engine's rule for every surface
+        (`StopAuthorizationError`, a 403, and nothing stops)."""
+        principal = where.caller.principal
         if body.turn_id is None:
-            stopped = await where.session.stop(by=user, reason=body.reason or "stopped")
-            return CancelOut(session=where.key, cancelled=stopped)
+            return CancelOut(session=where.key, cancelled=await _stopping(where, body))
         record = await self.runtime.store.get_turn(where.stored, body.turn_id)
         if record is None:
             raise ApiError(404, "no such turn on this session")
         if record.status.finished:
             raise ApiError(409, f"the turn has ended already ({record.status.value})")
         if record.status == TurnStatus.SUSPENDED:
-            stopped = await where.session.stop(by=user, reason=body.reason or "stopped")
-            return CancelOut(session=where.key, cancelled=stopped)
-        if not await where.session.cancel(body.turn_id, body.reason or "cancelled"):
+            return CancelOut(session=where.key, cancelled=await _stopping(where, body))
+        cancel = where.session.cancel(body.turn_id, body.reason or "cancelled", principal=principal)
+        if not await _hooked(cancel):
             raise ApiError(409, "the turn has ended already")
         return CancelOut(session=where.key, cancelled=[body.turn_id])
 
@@ -419,12 +429,18 @@ def _same_message(record: TurnRecord, inbound: InboundEvent) -> bool:
     )
 
 
+async def _stopping(where: Addressed, body: CancelBody) -> list[str]:
+    """`session.stop` by the token's principal (who may stop what is the engine's to say)."""
+    principal = where.caller.principal
+    return await _hooked(where.session.stop(principal=principal, reason=body.reason or "stopped"))
+
+
 async def _hooked(call: Awaitable[T]) -> T:
     """Await an engine call that may ask the agent's `authorize_answer`: the engine's refusals
     and outages pass as they are; anything else is the hook failing (a 500, nothing applied)."""
     try:
         return await call
-    except (ResumeError, StoreUnavailableError):
+    except (ResumeError, StopAuthorizationError, StoreUnavailableError):
         raise
     except Exception:
         log.exception("the authorize_answer hook failed; nothing was applied")

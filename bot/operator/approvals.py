@@ -6,6 +6,9 @@ it, and a link to its Slack thread. What is listed is the engine's own query
 (`Runtime.pending_approvals`, the one the Home inbox's `answerable` narrows to one person), so
 this command and the inbox cannot disagree about what is pending.
 
+With `--json` each request carries its `digest`, what an answer is bound to (the HTTP API's
+`resume` and `confirmations/{id}` take it), as the Slack buttons carry it.
+
 Who may answer is printed as the request stores it: a user, or a policy (which people it
 admits is the agent's `authorize_answer` to decide when one of them clicks; the command runs no
 agent code), or nobody named (host code answers).
@@ -117,6 +120,7 @@ async def _record(
         "session": pending.session,
         "turn_id": pending.turn_id,
         "request_id": pending.request_id,
+        "digest": pending.digest,
         "tool": pending.tool,
         "prompt": pending.prompt,
         "asked_by": pending.asked_by,

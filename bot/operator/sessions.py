@@ -4,8 +4,10 @@ The same engine calls Slack's surfaces make, so nothing here decides anything of
 - `bot cancel SESSION` is Slack's Stop button (`session.stop`): every unfinished turn of the
   session ends, a turn parked for an approval included (its request loses its buttons and says
   it was stopped). `--turn ID` ends that turn only (`session.cancel`), or, if it is the parked
-  one, the park (a park ends only as a Stop ends it). The default reason is Stop's own,
-  `stopped`, so the thread reads "stopped" ("stopped by @person" with `--by U…`); another
+  one, the park (a park ends only as a Stop ends it). An operator holding the database may
+  stop anything (no principal: the engine's host call, unrestricted), and the thread says who
+  did: "stopped by an operator" (`bot.stops.OPERATOR`), or "stopped by @person" with `--by U…`
+  for a person who asked for it. The default reason is Stop's own, `stopped`; another
   `--reason` reads "cancelled (<reason>)".
 - `bot reset SESSION` is `/agent-reset` (`session.reset`): unfinished turns are cancelled
   (`reset`), then the history is archived under its generation; the next message starts fresh.
@@ -31,7 +33,7 @@ from agent import AgentSession, Runtime, TurnRecord, TurnStatus
 from agent.seams import TurnKind
 from bot.operator.output import EXIT_CODES, OperatorError, json_lines
 from bot.operator.stores import OPERATOR_AGENT, Databases, acting_runtime
-from bot.stops import STOPPED
+from bot.stops import OPERATOR, STOPPED
 
 RESET_WAIT = 60.0
 
@@ -57,8 +59,8 @@ def add_parsers(sub: Any) -> None:
         type=_slack_user,
         default=None,
         metavar="USER_ID",
-        help="the Slack user id of who asked (the thread then says 'stopped by @them'); "
-        "recorded when a whole session or a parked turn is stopped",
+        help="the Slack user id of who asked (the thread then says 'stopped by @them'; "
+        "without it, 'stopped by an operator')",
     )
     cancel.add_argument(
         "--wait",
@@ -104,13 +106,14 @@ async def cancel_command(
 ) -> int:
     await dbs.require_session(args.session)
     reason = " ".join(str(args.reason).split()) or STOPPED
+    by = args.by or OPERATOR
     async with acting_runtime(dbs.store, redis_url, prefix) as runtime:
         session = runtime.session(OPERATOR_AGENT, args.session)
         if args.turn is None:
-            asked = await session.stop(by=args.by, reason=reason)
+            asked = await session.stop(by=by, reason=reason)
             nothing = f"nothing to cancel: session {args.session!r} has no unfinished turn"
         else:
-            asked = await _cancel_one(dbs, session, args.turn, reason, args.by)
+            asked = await _cancel_one(dbs, session, args.turn, reason, by)
             nothing = f"nothing to cancel: turn {args.turn!r} has already ended"
         woken = await dbs.wake_renderer(args.session) if asked else False
         ended = await _wait_for(runtime, args.session, asked, args.wait) if asked else {}
@@ -118,7 +121,7 @@ async def cancel_command(
         "action": "cancel",
         "session": args.session,
         "reason": reason,
-        "by": args.by,
+        "by": by,
         "turns": [{"turn_id": t, "status": ended.get(t)} for t in asked],
         "thread_woken": woken,
     }
@@ -147,7 +150,9 @@ async def _cancel_one(
     dbs: Databases, session: AgentSession, turn_id: str, reason: str, by: str | None
 ) -> list[str]:
     """One turn: `cancel` for a queued or running one, `stop` for the parked one (a park
-    ends only as a Stop ends it); [] if it already ended."""
+    ends only as a Stop ends it) or for the session's only unfinished turn (the same end, and
+    `stop` records who, for the thread to say; `cancel` records only why); [] if it already
+    ended."""
     record = await dbs.store.get_turn(session.key, turn_id)
     if record is None:
         raise OperatorError(f"no turn {turn_id!r} in session {session.key!r}")
@@ -155,13 +160,17 @@ async def _cancel_one(
         raise OperatorError(f"{turn_id!r} is a reset, which cannot be cancelled")
     if record.status.finished:
         return []
-    if record.status != TurnStatus.SUSPENDED:
-        return [turn_id] if await session.cancel(turn_id, reason) else []
     others = [
         t.turn_id
         for t in await dbs.store.list_turns(session.key)
-        if t.kind == TurnKind.TURN and t.status in (TurnStatus.QUEUED, TurnStatus.RUNNING)
+        if t.kind == TurnKind.TURN
+        and t.status in (TurnStatus.QUEUED, TurnStatus.RUNNING)
+        and t.turn_id != turn_id
     ]
+    if record.status != TurnStatus.SUSPENDED:
+        if not others:
+            return await session.stop(by=by, reason=reason)
+        return [turn_id] if await session.cancel(turn_id, reason) else []
     if others:
         raise OperatorError(
             f"turn {turn_id!r} is parked, and a park ends only with every unfinished turn of "

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, assert_never
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from agent import TurnEvent, TurnStatus
+from agent import TurnEvent, TurnStatus, confirmation_digest
 from agent.seams import SessionStore, TurnKind
 from bot.approvals import ApprovalRef, confirmation_prompt, resolution, stopped_verdict
 from bot.feedback import feedback_blocks
@@ -31,7 +31,7 @@ from bot.rendering.recovery import recover
 from bot.rendering.replies import ReplyWriter, TurnView
 from bot.rendering.status import WORKING, ThreadStatus, session_title
 from bot.rendering.thread import SlackThread
-from bot.stops import STOPPED
+from bot.stops import STOPPED, stopper
 from storage.delivery.store import DeliveryStore, Post
 
 if TYPE_CHECKING:
@@ -230,6 +230,7 @@ class SessionRenderer:
                     session=self.key,
                     turn_id=event.turn_id,
                     ident=confirmation.id,
+                    digest=confirmation_digest(confirmation),
                 )
                 await self.approvals.post(
                     ref, confirmation_prompt(confirmation), confirmation.answerers
@@ -263,7 +264,7 @@ class SessionRenderer:
                 by = event.by
                 footer = FOOTERS.get(event.reason, f"_cancelled ({event.reason})_")
                 if event.reason == STOPPED and by:
-                    footer = f"_stopped by <@{by}>_"
+                    footer = f"_stopped by {stopper(by)}_"
                 if view.part is not None:  # calls of the batch that never ran
                     view.part.end_unfinished_tasks(event.reason)
                 await self._end(view, footer if view.shown_any else None)

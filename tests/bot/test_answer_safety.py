@@ -49,7 +49,10 @@ async def test_the_same_user_id_from_another_workspace_cannot_approve(db_url, la
     for button in (approve, deny):
         await click(app, button, message, ts, team_id="T0OTHER")
     await eventually(lambda: len(standin.ephemerals) == 2)
-    assert all("can't answer" in e["text"] for e in standin.ephemerals)
+    assert [e["text"] for e in standin.ephemerals] == [
+        "You can't answer this request: it belongs to another workspace, and only people "
+        "there can answer it."
+    ] * 2
     assert has_buttons(message)
     session = app.session(session_key("T0DEMO", CHANNEL, ts))
     assert (await session.pending()).id == "approve-refund"
@@ -175,4 +178,73 @@ async def test_an_answer_whose_showing_was_lost_is_still_shown(db_url, launch, s
     await eventually(lambda: any("Refund done." in m.text for m in replies(standin, CHANNEL)))
     await eventually(lambda: "Approved by <@U0ALICE>" in message.text)
     assert not has_buttons(message)
+    assert standin.ephemerals == []
+
+
+async def test_someone_else_is_told_in_words_for_people_in_the_thread_and_at_home(
+    db_url, launch, standin
+):
+    app = await launch(db_url, AGENT, model(REFUND))
+    ts, message = await parked(app, standin)
+    approve, _ = buttons(message)
+
+    await click(app, approve, message, ts, user="U0BOB")
+    (told,) = await eventually(lambda: standin.ephemerals)
+    assert told["text"] == "You can't answer this request: only the person it asks can answer it."
+
+    await app.slack.open_home("U0BOB")
+    await eventually(lambda: "U0BOB" in standin.home_views)
+    assert (await app.slack.click_in_home("U0BOB", approve)).status_code == 200
+    await eventually(
+        lambda: (
+            "only the person it asks can answer it"
+            in standin.render_view(standin.home_views["U0BOB"])
+        )
+    )
+    assert has_buttons(message)
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{"turn_id": "T0DEMO:C0SAFE:1.000001"}, {"digest": "0" * 64}],
+    ids=["other-turn", "forged-digest"],
+)
+async def test_a_confirmation_button_that_does_not_match_writes_nothing(
+    db_url, launch, standin, changes
+):
+    """Bound as a park's buttons are: its value names the proposing turn and the proposal's
+    digest, and a value naming another turn or carrying another digest is refused and keeps
+    the buttons."""
+    HOLDS.clear()
+    app = await launch(db_url, AGENT, hold_model())
+    ts, message = await parked(app, standin, "put order 42 on hold")
+    approve, _ = buttons(message)
+    assert ApprovalRef.decode(approve["value"]).digest, "the button carries the digest"
+
+    await click(app, _forged(approve, **changes), message, ts)
+    await eventually(lambda: standin.ephemerals)
+    assert "does not match" in standin.ephemerals[0]["text"]
+    assert has_buttons(message)
+    session = app.session(session_key("T0DEMO", CHANNEL, ts))
+    assert [c.status.value for c in await session.confirmations()] == ["pending"]
+    assert HOLDS == []
+
+    await click(app, approve, message, ts)
+    await eventually(lambda: any("Hold placed." in m.text for m in replies(standin, CHANNEL)))
+    assert [h["order_id"] for h in HOLDS] == ["42"]
+
+
+async def test_a_confirmation_button_posted_before_buttons_carried_a_digest_still_answers(
+    db_url, launch, standin
+):
+    """Such a button names the proposal by turn and id, which names one fixed call (a
+    proposal's row never changes): it is accepted rather than left unanswerable."""
+    HOLDS.clear()
+    app = await launch(db_url, AGENT, hold_model())
+    ts, message = await parked(app, standin, "put order 42 on hold")
+    approve, _ = buttons(message)
+
+    await click(app, _forged(approve, digest=None), message, ts)
+    await eventually(lambda: any("Hold placed." in m.text for m in replies(standin, CHANNEL)))
+    assert [h["order_id"] for h in HOLDS] == ["42"]
     assert standin.ephemerals == []

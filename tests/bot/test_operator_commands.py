@@ -64,3 +64,39 @@ async def test_bot_cancel_ends_a_parked_approval_and_its_message_says_so(db_url,
     assert await app.session(key).pending() is None
     await eventually(lambda: standin.session_of(CHANNEL, ts).status == "active")
     assert len(scripted.requests) == calls
+
+
+async def test_bot_cancel_may_stop_anything_and_the_thread_says_an_operator_did(
+    db_url, launch, standin
+):
+    """The operator holds the database: no principal, no restriction, and naming nobody the
+    thread says who did it, not just "stopped"."""
+    app = await launch(db_url, AGENT, model(LONG))
+    GATE.clear()
+    ts = await app.slack.mention("U0ALICE", "do the long thing", channel=CHANNEL)
+    await eventually(lambda: "long" in GATE)
+    await eventually(lambda: any("First part" in m.text for m in replies(standin, CHANNEL)))
+    key = session_key("T0DEMO", CHANNEL, ts)
+    (turn,) = await app.turns(key)
+
+    done = await _cancel(db_url, key, "--turn", turn.turn_id)
+
+    assert done.returncode == 0, done.stderr
+    await eventually(
+        lambda: any("stopped by an operator" in m.text for m in replies(standin, CHANNEL)),
+        within=30,
+    )
+    assert (await app.turns(key))[0].cancelled_by == "operator"
+
+
+async def test_bot_cancel_of_a_park_says_an_operator_stopped_it(db_url, launch, standin):
+    app = await launch(db_url, AGENT, model(REFUND))
+    ts = await app.slack.mention("U0ALICE", "refund order 42", channel=CHANNEL)
+    message = await eventually(lambda: approval(standin, CHANNEL))
+    await eventually(lambda: idle(standin, CHANNEL))
+
+    done = await _cancel(db_url, session_key("T0DEMO", CHANNEL, ts))
+
+    assert done.returncode == 0, done.stderr
+    await eventually(lambda: "Stopped by an operator" in message.text, within=30)
+    assert "<@operator>" not in message.text

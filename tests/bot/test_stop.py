@@ -1,6 +1,8 @@
 """Slack's Stop button: the thread's turn stops durably, the model is not called again, the thread
 says who stopped it and the session leaves `processing`. A Stop from another workspace, or an
-unsigned one, stops nothing."""
+unsigned one, stops nothing; a Stop by someone whose turn it is not (a running one: not the
+person who asked, nor whom the agent's policy allows; a parked one: nobody who may answer it)
+is refused to them alone and the turn goes on, shown in full."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import json
 
 import pytest
 
+from agent import STOP_POLICY, Agent, AnswerRequest
 from bot.approvals import NO_LONGER_PENDING
 from bot.inbound import session_key
 from tests.bot.agents import AGENT, GATE, LONG, LONG_THEN_LOOKUP, REFUND, model
@@ -33,7 +36,7 @@ async def test_stop_cancels_the_turn_and_the_model_is_not_called_again(db_url, l
     ts = await running(app, standin)
     calls = len(scripted.requests)
 
-    response = await app.slack.stop("U0BOB", channel=CHANNEL, thread_ts=ts)
+    response = await app.slack.stop("U0ALICE", channel=CHANNEL, thread_ts=ts)
     assert response.status_code == 200
     key = session_key("T0DEMO", CHANNEL, ts)
     # durable before the ack: the turn is already marked to stop
@@ -45,7 +48,7 @@ async def test_stop_cancels_the_turn_and_the_model_is_not_called_again(db_url, l
         lambda: _status(app, key, "cancelled"), what="the turn ends cancelled", within=20
     )
     await eventually(
-        lambda: any("stopped by <@U0BOB>" in m.text for m in replies(standin, CHANNEL))
+        lambda: any("stopped by <@U0ALICE>" in m.text for m in replies(standin, CHANNEL))
     )
     await eventually(lambda: idle(standin, CHANNEL))
     assert len(scripted.requests) == calls  # no model call after the Stop
@@ -125,3 +128,82 @@ def buttons_of_the_original(standin, message):
     )
     actions = next(b for b in posted.args["blocks"] if b["type"] == "actions")
     return actions["elements"]
+
+
+NOT_YOURS = "You can't stop this: only the person who asked (or someone the agent's policy"
+
+
+async def test_a_stop_by_someone_else_is_refused_to_them_and_the_reply_carries_on(
+    db_url, launch, standin
+):
+    """Slack has stopped the reply's stream when it sends the event; the turn, not stopped,
+    goes on in the same message."""
+    scripted = model(LONG)
+    app = await launch(db_url, AGENT, scripted)
+    ts = await running(app, standin)
+    key = session_key("T0DEMO", CHANNEL, ts)
+    (first,) = [m for m in replies(standin, CHANNEL) if "First part" in m.text]
+
+    assert (await app.slack.stop("U0BOB", channel=CHANNEL, thread_ts=ts)).status_code == 200
+    (ephemeral,) = await eventually(lambda: standin.ephemerals)
+    assert (ephemeral["user"], ephemeral["thread_ts"]) == ("U0BOB", ts)
+    assert ephemeral["text"].startswith(NOT_YOURS), ephemeral["text"]
+    assert ephemeral["text"].endswith("Nothing was stopped.")
+    (turn,) = await app.turns(key)
+    assert turn.cancel_reason is None
+
+    GATE["long"].set()
+    await eventually(lambda: _status(app, key, "completed"), within=20)
+    await eventually(lambda: "Second part" in first.text and not first.streaming)
+    assert not any("stopped" in m.text for m in replies(standin, CHANNEL))
+    assert len(scripted.requests) == 2
+
+
+async def test_a_stop_by_someone_who_may_not_answer_the_park_changes_nothing(
+    db_url, launch, standin
+):
+    """Ending a park is a Deny by another name: bob may not deny alice's request."""
+    app = await launch(db_url, AGENT, model(REFUND))
+    ts = await app.slack.mention("U0ALICE", "refund order 42", channel=CHANNEL)
+    message = await eventually(lambda: approval(standin, CHANNEL))
+    await eventually(lambda: idle(standin, CHANNEL))
+    key = session_key("T0DEMO", CHANNEL, ts)
+
+    assert (await app.slack.stop("U0BOB", channel=CHANNEL, thread_ts=ts)).status_code == 200
+    (ephemeral,) = await eventually(lambda: standin.ephemerals)
+    assert ephemeral["text"] == (
+        "You can't stop this: it is waiting for an answer that is not yours to give; only the "
+        "person who asked, or someone who may answer it, can stop it. Nothing was stopped."
+    )
+    assert has_buttons(message)
+    assert (await app.session(key).pending()).id == "approve-refund"
+
+    approve, _ = buttons_of_the_original(standin, message)
+    await app.slack.click("U0ALICE", approve, channel=CHANNEL, message_ts=message.ts, thread_ts=ts)
+    await eventually(lambda: any("Refund done." in m.text for m in replies(standin, CHANNEL)))
+
+
+MODERATOR = "U0MOD"
+
+
+async def moderators_stop(request: AnswerRequest) -> bool:
+    return request["policy"] == STOP_POLICY and request["principal"].get("user") == MODERATOR
+
+
+async def test_whom_the_agents_policy_allows_may_stop_a_running_turn(db_url, launch, standin):
+    agent = Agent(
+        name="test-ops",
+        instructions="Help with orders.",
+        tools=AGENT.tools,
+        authorize_answer=moderators_stop,
+    )
+    app = await launch(db_url, agent, model(LONG))
+    ts = await running(app, standin)
+    key = session_key("T0DEMO", CHANNEL, ts)
+
+    assert (await app.slack.stop(MODERATOR, channel=CHANNEL, thread_ts=ts)).status_code == 200
+    await eventually(lambda: _status(app, key, "cancelled"), within=20)
+    await eventually(
+        lambda: any(f"stopped by <@{MODERATOR}>" in m.text for m in replies(standin, CHANNEL))
+    )
+    assert standin.ephemerals == []

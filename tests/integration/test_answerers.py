@@ -90,7 +90,7 @@ async def test_a_proactive_turn_asks_the_answerers_it_names(store: SessionStore)
         assert parked.request.answerers == UserAnswerer(user="U9")
         with pytest.raises(ResumeAuthorizationError):
             await session.resume(tid, "approve-refund", True, by="U1", principal={"team": "T1"})
-        with pytest.raises(ResumeAuthorizationError, match="another team"):
+        with pytest.raises(ResumeAuthorizationError, match="another workspace"):
             await session.resume(tid, "approve-refund", True, by="U9", principal={"team": "T2"})
         await session.resume(
             tid, "approve-refund", True, by="U9", principal={"team": "T1", "user": "U9"}
@@ -219,7 +219,7 @@ async def test_a_confirmation_from_another_workspace_runs_nothing(store: Session
             await grant_confirmation(
                 session, pending.confirmation_id, by="U1", principal={"team": "T2"}
             )
-        with pytest.raises(ResumeAuthorizationError, match="another team"):
+        with pytest.raises(ResumeAuthorizationError, match="another workspace"):
             await session.confirm(
                 pending.confirmation_id, True, by="U1", principal={"team": "T2", "user": "U1"}
             )

@@ -287,7 +287,7 @@ async def test_a_principal_without_by_names_the_answerer(store: SessionStore) ->
     agent = Agent(name="a", instructions="x", tools=[_refund_tool({"user": "U9"})])
     async with _runtime(store, agent, ScriptedModel(_calling("r1", "refund", order="42"))) as rt:
         session = await _parked(rt, agent)
-        with pytest.raises(ResumeAuthorizationError, match="requested user"):
+        with pytest.raises(ResumeAuthorizationError, match="only the person it asks"):
             await session.resume("t1", "approve", True, principal={"user": "U8"})
         await _still_parked(session)
         await session.resume("t1", "approve", True, principal={"user": "U9"})

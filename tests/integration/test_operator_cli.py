@@ -371,7 +371,7 @@ async def test_cancel_stops_a_turn_a_worker_in_another_process_is_running(
             "action": "cancel",
             "session": S1,
             "reason": "stopped",
-            "by": None,
+            "by": "operator",  # naming nobody, the thread says an operator stopped it
             "turns": [{"turn_id": "t-slow", "status": "cancelled"}],
             "thread_woken": True,
         }

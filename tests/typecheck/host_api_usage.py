@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, assert_never
 
 from agent import (
+    STOP_POLICY,
     Agent,
     AgentSession,
     Answerer,
@@ -35,12 +36,14 @@ from agent import (
     ScriptedModel,
     ScriptedReply,
     SessionStore,
+    StopAuthorizationError,
     SuggestedPrompt,
     ToolContext,
     TurnCancelled,
     TurnEvent,
     TurnRecord,
     UserAnswerer,
+    confirmation_digest,
     grant_answer,
     grant_confirmation,
     load_agent,
@@ -88,6 +91,11 @@ async def answer(session: AgentSession, clicked: dict[str, str], store: SessionS
     for proposal in pending:
         grant = await grant_confirmation(session, proposal.confirmation_id, by=None, principal=who)
         await session.confirm(proposal.confirmation_id, True, principal=who, granted=grant)
+        shown: str = confirmation_digest(proposal)
+        await session.confirm(
+            proposal.confirmation_id, True, principal=who, turn_id=proposal.turn_id, digest=shown
+        )
+        await session.confirm(proposal.confirmation_id, True, digest=1)  # type: ignore[arg-type]
 
 
 async def inspect_session(session: AgentSession, store: SessionStore) -> None:
@@ -162,6 +170,12 @@ async def the_slack_agent_experience(runtime: Runtime, agent: Agent, who: Princi
     session = runtime.session(agent, "slack:T1:C1:1.0")
     stopped: list[str] = await session.stop(by="U1")
     await session.stop(by=7)  # type: ignore[arg-type]
+    try:
+        await session.stop(principal=who)
+        await session.cancel("t1", principal=who)
+    except StopAuthorizationError as refused:
+        refusal: tuple[int, str] = (refused.http_status, STOP_POLICY)
+        del refusal
     await session.resume("t1", "ok", False, by="U1", reason="wrong amount")
     await session.confirm("t1:c1", False, principal=who, reason="not a vendor")
     await session.confirm("t1:c1", False, reason=["no"])  # type: ignore[arg-type]

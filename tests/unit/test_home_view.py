@@ -43,7 +43,7 @@ def test_each_request_has_the_thread_buttons_value() -> None:
     assert [e["action_id"] for e in actions[0]["elements"]] == [APPROVE, DENY]
     assert ApprovalRef.decode(actions[0]["elements"][0]["value"]) == ref_of(item(1))
     assert ref_of(item(1)).digest == "d"
-    assert ref_of(item(2, "confirm")).digest is None  # as a proposed write's thread button
+    assert ref_of(item(2, "confirm")).digest == "d"  # a proposed write's binds to it too
     assert "<https://x|open the thread>" in view["blocks"][1]["text"]["text"]
     assert "1 min ago" in view["blocks"][1]["text"]["text"]
 
