@@ -40,6 +40,9 @@ def _parser() -> argparse.ArgumentParser:
     upgrade.add_argument("--database-url", default=None)
     current = db_sub.add_parser("current", help="print the schema revision in the database")
     current.add_argument("--database-url", default=None)
+    from bot.token_keys import register as register_rotate
+
+    register_rotate(db_sub)
     sub.add_parser("serve", help="HTTP mode: /slack/events and /healthz on PORT")
     sub.add_parser("socket", help="Socket Mode (local development, no public URL)")
     sub.add_parser("worker", help="run and render queued turns (for RUN_TURNS=false web)")
@@ -106,6 +109,10 @@ def _main(args: argparse.Namespace, settings: Settings, url: str) -> int:
     if args.command == "db":
         from storage import current_revision, upgrade_database
 
+        if args.db_command == "rotate-token-key":
+            from bot.token_keys import rotate_command
+
+            return asyncio.run(rotate_command(settings, url))
         if args.db_command == "upgrade":
             asyncio.run(upgrade_database(url))
             print("database schema is up to date")
