@@ -1,4 +1,4 @@
-"""slack-sdk's async SQLAlchemy stores on the bot's database, with the two changes the bot needs.
+"""slack-sdk's async SQLAlchemy stores on the bot's database, with the changes the bot needs.
 
 - `OneTimeStateStore`: the SDK's state store consumes a state with a SELECT and then a DELETE,
   so two callbacks racing with one state could both pass. Here the DELETE decides (`rowcount`),
