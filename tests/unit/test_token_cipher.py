@@ -3,6 +3,10 @@ a value sealed under a key no longer listed is refused, and no error ever quotes
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -138,3 +142,41 @@ def test_one_bot_token_needs_no_keys() -> None:
         _env_file=None,
     )
     chosen.require("serve")
+
+
+def _serve(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """`bot serve` as an operator starts it, installs in many workspaces configured."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "ANTHROPIC_"))}
+    base.pop("TOKEN_ENCRYPTION_KEYS", None)
+    wanted = {
+        "SLACK_CLIENT_ID": "1.2",
+        "SLACK_CLIENT_SECRET": "client-secret-0123456789abcdef",
+        "SLACK_SIGNING_SECRET": "signing",
+        "ANTHROPIC_API_KEY": "sk-test",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "bot", "serve"],
+        cwd=tmp_path,  # no .env from the checkout is read
+        env={**base, **wanted, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_bot_serve_refuses_to_start_without_keys_in_one_line(tmp_path: Path) -> None:
+    done = _serve(tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1
+    assert "missing setting TOKEN_ENCRYPTION_KEYS" in done.stderr
+
+
+def test_bot_serve_refuses_a_malformed_key_without_echoing_it(tmp_path: Path) -> None:
+    bad = NEW[:-4]
+    done = _serve(tmp_path, TOKEN_ENCRYPTION_KEYS=f"{bad},{OLD}")
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1
+    assert "TOKEN_ENCRYPTION_KEYS: key 1 of 2 is not a Fernet key" in done.stderr
+    assert bad not in done.stderr + done.stdout
+    assert OLD not in done.stderr + done.stdout
