@@ -9,12 +9,14 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
+from alembic import command
 from cryptography.fernet import Fernet
 from slack_sdk.oauth.installation_store.models.installation import Installation
 from slack_sdk.oauth.installation_store.sqlalchemy import AsyncSQLAlchemyInstallationStore
-from sqlalchemy import Table, select
+from sqlalchemy import Table, create_engine, inspect, select
 
 from storage.installations import InstallationStores
 from storage.installations.rotation import reseal_rows, seal_plain_rows
@@ -25,6 +27,7 @@ from storage.installations.schema import (
     slack_installations,
 )
 from storage.installations.sealing import SEALED_PREFIX, TokenCipher
+from storage.migrate import alembic_config
 from storage.sql.dialects import dialect_for
 from tests.bot.conftest import empty_tables
 from tests.support.db_dump import _every_row, dump
@@ -278,3 +281,30 @@ def test_every_credential_column_of_slack_sdks_tables_is_sealed(table: Table) ->
     (the other URLs, `enterprise_url` and the webhook's configuration page, grant nothing)."""
     credentials = {c.name for c in table.c if c.name.endswith(("_token", "webhook_url"))}
     assert credentials == set(SECRET_COLUMNS[table.name])
+
+
+def test_migration_0009_widens_the_token_columns_and_narrows_them_back(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}"
+    engine = create_engine(dialect_for(url).url)
+
+    def migrate(revision: str, *, down: bool = False) -> dict[str, str]:
+        with engine.begin() as conn:
+            config = alembic_config()
+            config.attributes["connection"] = conn
+            (command.downgrade if down else command.upgrade)(config, revision)
+        found = inspect(engine)
+        return {
+            f"{table}.{c['name']}": str(c["type"])
+            for table, names in SECRET_COLUMNS.items()
+            for c in found.get_columns(table)
+            if c["name"] in names
+        }
+
+    try:
+        assert set(migrate("head").values()) == {"TEXT"}
+        narrowed = migrate("0008", down=True)
+        assert len(narrowed) == 7
+        assert set(narrowed.values()) == {"VARCHAR(200)"}
+        assert set(migrate("head").values()) == {"TEXT"}
+    finally:
+        engine.dispose()
