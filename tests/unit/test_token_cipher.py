@@ -3,6 +3,7 @@ a value sealed under a key no longer listed is refused, and no error ever quotes
 
 from __future__ import annotations
 
+import base64
 import os
 import subprocess
 import sys
@@ -10,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cryptography.fernet import Fernet
 from pydantic import SecretStr
 
 from bot.settings import ConfigError, Settings
@@ -21,8 +21,9 @@ from storage.installations.sealing import (
     UnreadableTokenError,
 )
 
-OLD = Fernet.generate_key().decode()
-NEW = Fernet.generate_key().decode()
+OLD = base64.urlsafe_b64encode(bytes(range(32))).decode()
+NEW = base64.urlsafe_b64encode(bytes(range(100, 132))).decode()
+"""Fixed keys (test ids name them: every xdist worker must collect the same ones)."""
 TOKEN = "xoxb-1234567890123-1234567890123-abcdefghijklmnopqrstuvwx"
 
 
