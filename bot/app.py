@@ -47,7 +47,7 @@ from bot.home import HomeTab
 from bot.listeners import ACKS_IN_FLIGHT, Listeners
 from bot.models import build_model as build_model  # `bot.app.build_model`, as before
 from bot.models import model_for
-from bot.oauth import INSTALL_PATH, REDIRECT_PATH, Uninstalls, authorize, install_flow
+from bot.oauth import INSTALL_PATH, REDIRECT_PATH, Uninstalls, authorize, install_flow, open_stores
 from bot.payload_shape import problem as payload_problem
 from bot.rendering import RenderSettings
 from bot.rendering.pool import RendererPool
@@ -487,9 +487,7 @@ async def open_bot(
     installations: InstallationStores | None = None
     clients: dict[str, SlackClients] = {}
     if settings.oauth:
-        installations = InstallationStores.open(
-            settings.database_url, client_id=str(settings.slack_client_id)
-        )
+        installations = await open_stores(settings)
         found = installations.installations
         clients["clients"] = InstalledClients(found, lambda t: make_client(t, base))
         clients["render_clients"] = InstalledClients(found, lambda t: make_render_client(t, base))

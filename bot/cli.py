@@ -40,6 +40,9 @@ def _parser() -> argparse.ArgumentParser:
     upgrade.add_argument("--database-url", default=None)
     current = db_sub.add_parser("current", help="print the schema revision in the database")
     current.add_argument("--database-url", default=None)
+    from bot.token_keys import register as register_rotate
+
+    register_rotate(db_sub)
     serve = sub.add_parser("serve", help="HTTP mode: /slack/events and /healthz on PORT")
     serve.add_argument(
         "--offline",
@@ -111,6 +114,10 @@ def _main(args: argparse.Namespace, settings: Settings, url: str) -> int:
     if args.command == "db":
         from storage import current_revision, upgrade_database
 
+        if args.db_command == "rotate-token-key":
+            from bot.token_keys import rotate_command
+
+            return asyncio.run(rotate_command(settings, url))
         if args.db_command == "upgrade":
             asyncio.run(upgrade_database(url))
             print("database schema is up to date")

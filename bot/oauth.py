@@ -46,6 +46,17 @@ INSTALL_PATH = "/slack/install"
 REDIRECT_PATH = "/slack/oauth_redirect"
 
 
+async def open_stores(settings: Settings) -> InstallationStores:
+    """The installation stores on `DATABASE_URL`, sealing tokens with `TOKEN_ENCRYPTION_KEYS`
+    (`ConfigError` if they are missing or malformed; `bot serve` says so before it gets here).
+    Opening seals any token still stored in plain text."""
+    return await InstallationStores.open(
+        settings.database_url,
+        client_id=str(settings.slack_client_id),
+        cipher=settings.token_cipher(),
+    )
+
+
 def oauth_settings(settings: Settings, stores: InstallationStores) -> AsyncOAuthSettings:
     """Bolt's OAuth settings over the bot's own stores (never Bolt's file-based defaults)."""
     secret = settings.slack_client_secret

@@ -8,12 +8,16 @@ an operator fixes their environment in one go instead of one error per restart. 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agent import DEFAULT_CONTEXT_MESSAGES, password_in_url
 from agent.models import DEFAULT_MAX_TOKENS, DEFAULT_MODEL, MIN_THINKING_BUDGET
+
+if TYPE_CHECKING:
+    from storage.installations.sealing import TokenCipher
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./data/bot.db"
 DEFAULT_AGENT_DIR = Path(__file__).resolve().parent.parent / "examples" / "ops_agent"
@@ -66,6 +70,10 @@ class Settings(BaseSettings):
     slack_install_redirect_uri: str | None = Field(default=None, alias="SLACK_INSTALL_REDIRECT_URI")
     """The app's redirect URL (`https://<host>/slack/oauth_redirect`), sent with the install
     and the code exchange; unset: Slack uses the one configured on the app."""
+    token_encryption_keys: SecretStr | None = Field(default=None, alias="TOKEN_ENCRYPTION_KEYS")
+    """Fernet keys, comma-separated, sealing the installed workspaces' tokens at rest: the
+    first seals, every one opens (`storage.installations.sealing`). Required with the client
+    id and secret."""
     slack_clock_team: str | None = Field(default=None, alias="SLACK_CLOCK_TEAM")
     """With installs in many workspaces: the workspace (`T…`) whose channels the agent's
     schedules post to; unset: `bot clock` fires no schedule (it still expires requests)."""
@@ -183,7 +191,7 @@ class Settings(BaseSettings):
         needs = NEEDS.get(command, ())
         if not (self.oauth and command in ("serve", "clock", "worker")):
             return needs
-        swap = ("SLACK_CLIENT_ID", "SLACK_CLIENT_SECRET")
+        swap = ("SLACK_CLIENT_ID", "SLACK_CLIENT_SECRET", "TOKEN_ENCRYPTION_KEYS")
         return tuple(n for need in needs for n in (swap if need == "SLACK_BOT_TOKEN" else (need,)))
 
     def _oauth_problems(self, command: str) -> list[str]:
@@ -216,6 +224,8 @@ class Settings(BaseSettings):
         missing = [name for name in needs if not self._present(name)]
         problems = self._anthropic_problems() if "ANTHROPIC_API_KEY" in needs else []
         problems += self._retention_problems() if command == "clock" else []
+        if "TOKEN_ENCRYPTION_KEYS" in needs and "TOKEN_ENCRYPTION_KEYS" not in missing:
+            problems += self._token_key_problems()
         if command in NEEDS:  # each opens the bot, and with it the API's token table
             problems += self._api_problems() + self._oauth_problems(command)
         if not (missing or problems):
@@ -300,6 +310,25 @@ class Settings(BaseSettings):
             return [f"API_TOKENS: {err}"]
         return []
 
+    def _token_key_problems(self) -> list[str]:
+        """Said by which key is wrong and how, never by the key."""
+        try:
+            self.token_cipher()
+        except ConfigError as err:
+            return [str(err)]
+        return []
+
+    def token_cipher(self) -> TokenCipher:
+        """What seals and opens the installed workspaces' tokens; `ConfigError` when the keys
+        are missing or one is not a Fernet key."""
+        from storage.installations.sealing import KeyListError, TokenCipher
+
+        keys = self.token_encryption_keys
+        try:
+            return TokenCipher.from_list(keys.get_secret_value() if keys else "")
+        except KeyListError as err:
+            raise ConfigError(f"TOKEN_ENCRYPTION_KEYS: {err}") from None
+
     def _present(self, alias: str) -> bool:
         for name, info in type(self).model_fields.items():
             if info.alias == alias:
@@ -329,6 +358,9 @@ class Settings(BaseSettings):
         ):
             if value is not None and value.get_secret_value():
                 found.append(value.get_secret_value())
+        keys = self.token_encryption_keys
+        if keys is not None:
+            found += [k.strip() for k in keys.get_secret_value().split(",") if k.strip()]
         from bot.api.auth import token_secrets
 
         found += token_secrets(self.api_tokens)

@@ -18,6 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
+from cryptography.fernet import Fernet
 from pydantic import SecretStr
 from sqlalchemy import delete, select, update
 
@@ -30,6 +31,7 @@ from bot.testing import SlackDriver, SlackStandIn
 from bot.testing.http import local_client
 from storage.installations.schema import INSTALLATION_TABLES, slack_bots, slack_oauth_states
 from storage.installations.schema import slack_installations as installs
+from storage.installations.sealing import TokenCipher
 from storage.sql.dialects import dialect_for
 from tests.bot.agents import AGENT, GATE, LONG, REFUND, SIMPLE, model
 from tests.bot.conftest import empty_tables
@@ -38,11 +40,13 @@ from tests.bot.harness import SECRET, Running, approval, buttons, eventually, re
 CLIENT_ID = "1111.2222"
 CLIENT_SECRET = "client-secret-for-tests-0123456789"
 REDIRECT = "https://bot.example.test/slack/oauth_redirect"
+KEYS = Fernet.generate_key().decode()
 OAUTH: dict[str, Any] = {
     "SLACK_BOT_TOKEN": None,
     "SLACK_CLIENT_ID": CLIENT_ID,
     "SLACK_CLIENT_SECRET": SecretStr(CLIENT_SECRET),
     "SLACK_INSTALL_REDIRECT_URI": REDIRECT,
+    "TOKEN_ENCRYPTION_KEYS": SecretStr(KEYS),
 }
 COOKIE = "slack-app-oauth-state"
 SHARED = "C0SHARED"
@@ -171,7 +175,9 @@ async def test_the_install_flow_stores_the_workspaces_bot_token(
     [bot] = await rows(oauth_db, select(slack_bots))
     assert bot["team_id"] == "T0AAA"
     assert bot["client_id"] == CLIENT_ID
-    assert bot["bot_token"] == workspaces.oauth.token_of("T0AAA")
+    token = workspaces.oauth.token_of("T0AAA")
+    assert str(bot["bot_token"]).startswith("fernet:")  # sealed at rest (test_token_encryption)
+    assert TokenCipher.from_list(KEYS).open(bot["bot_token"]) == token
     assert bot["bot_user_id"] == workspaces.oauth.teams["T0AAA"].bot_user_id
     [installed] = await rows(oauth_db, select(installs))
     assert installed["user_id"] == "U0ADMIN"
@@ -179,7 +185,7 @@ async def test_the_install_flow_stores_the_workspaces_bot_token(
     # The state is spent: the same link cannot install again.
     assert await rows(oauth_db, select(slack_oauth_states)) == []
     # Nothing secret in what the browser saw, nor in what the bot logged.
-    for secret in (bot["bot_token"], CLIENT_SECRET):
+    for secret in (token, CLIENT_SECRET):
         assert secret not in response.text
         assert secret not in caplog.text
 

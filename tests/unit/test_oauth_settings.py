@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from cryptography.fernet import Fernet
 from pydantic import SecretStr
 
 from bot.settings import ConfigError, Settings
@@ -23,7 +24,11 @@ def settings(**values: Any) -> Settings:
 
 
 def test_the_client_id_and_secret_without_a_bot_token_install_in_many_workspaces() -> None:
-    chosen = settings(SLACK_CLIENT_ID="1.2", SLACK_CLIENT_SECRET=SecretStr(SECRET))
+    chosen = settings(
+        SLACK_CLIENT_ID="1.2",
+        SLACK_CLIENT_SECRET=SecretStr(SECRET),
+        TOKEN_ENCRYPTION_KEYS=SecretStr(Fernet.generate_key().decode()),
+    )
     assert chosen.oauth
     for command in ("serve", "worker", "clock"):
         chosen.require(command)  # no SLACK_BOT_TOKEN needed
