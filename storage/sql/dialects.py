@@ -20,7 +20,7 @@ from storage.sql.errors import database_label, unavailable_error
 from storage.sql.executor import WRITE_OPTION, ThreadExecutor, TransactionExecutor
 
 if TYPE_CHECKING:  # imported by `create_engine` alone: it pulls in SQLAlchemy's ORM, which
-    # nothing else of the stores uses (a quarter of an operator command's start-up)
+    # nothing else of the stores uses (about a tenth of an operator command's start-up)
     from sqlalchemy.ext.asyncio import AsyncEngine
 
 __all__ = [

@@ -45,7 +45,7 @@ _POSTGRES_UNAVAILABLE_STATES = frozenset({"57P01", "57P02", "57P03"})
 def loaded_psycopg() -> ModuleType | None:
     """psycopg, once a PostgreSQL engine has imported it; before that no error of its can
     exist, so there is nothing to tell apart. Not imported here: a process on SQLite would pay
-    for it (about a fifth of an operator command's start-up) and never use it."""
+    for it (about a tenth of an operator command's start-up) and never use it."""
     return sys.modules.get("psycopg")
 
 
