@@ -188,7 +188,7 @@ def _name(args: argparse.Namespace) -> str:
 
 
 def _run(coroutine: Coroutine[Any, Any, T]) -> T:
-    import asyncio  # here: `bot --help` runs no loop, and importing asyncio costs it a third
+    import asyncio  # here: `bot --help` runs no loop, and importing asyncio would double its time
 
     return asyncio.run(coroutine)
 
@@ -317,12 +317,12 @@ def _operator(args: argparse.Namespace, settings: Settings, url: str) -> int:
 def run() -> None:
     """The `bot` console script, and `python -m bot`: `main`, then the process ends at once.
 
-    Once the command is done and nothing else runs, the exit handlers run (logs flushed,
+    Once the command is done, the exit handlers run (logs flushed,
     temporary folders removed) and the process exits without the interpreter's teardown, which
-    for the six hundred modules an operator command imports costs about a sixth of the command's
-    time and does nothing an exiting process needs. With a thread still running (none is, once
-    a command returns), or for `--help` and usage errors (argparse's `SystemExit`), it exits the
-    ordinary way."""
+    for the six hundred modules an operator command imports costs about a fifth of the command's
+    time and does nothing an exiting process needs. Threads still running are waited for first,
+    as an ordinary exit waits; `--help` and usage errors (argparse's `SystemExit`) and an
+    exception exit the ordinary way."""
     code = main()
     for thread in threading.enumerate():
         if thread is not threading.current_thread() and not thread.daemon:
