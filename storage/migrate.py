@@ -208,7 +208,7 @@ def sqlite_file(url: URL) -> Path | None:
 def _read_sqlite(path: Path, label: str, read: Callable[[Connection], R]) -> R:
     """`read` on the existing file at `path`, without the store's setup (WAL, BEGIN
     IMMEDIATE): a connection that may write but does not create (`mode=rw`), and reads only."""
-    if not path.is_file():
+    if not path.exists():  # what is there but no database (a folder) is the driver's to say
         raise StoreUnavailableError(
             f"cannot reach the database {label}: {path} does not exist (check the path; "
             f"`{UPGRADE_COMMAND}` creates a database there)"
