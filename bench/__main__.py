@@ -1,4 +1,5 @@
-"""`python -m bench`: the step-cost benchmark on SQLite and PostgreSQL, printed as one table."""
+"""`python -m bench`: the step-cost benchmark on SQLite and PostgreSQL, printed as one table
+(`--cli-startup`: the command line's start-up instead, `bench/cli_startup.py`)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--profile", action="store_true", help="cProfile the engine turns at the largest size"
     )
+    parser.add_argument(
+        "--cli-startup",
+        action="store_true",
+        help="instead: how fast the command line answers (bench/cli_startup.py, whose own "
+        "options `python -m bench.cli_startup --help` lists; --quick: 5 runs)",
+    )
     return parser.parse_args(argv)
 
 
@@ -72,7 +79,12 @@ async def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return asyncio.run(run(parse_args(argv)))
+    args = parse_args(argv)
+    if args.cli_startup:
+        from bench import cli_startup
+
+        return cli_startup.main(["--runs", "5"] if args.quick else [])
+    return asyncio.run(run(args))
 
 
 if __name__ == "__main__":

@@ -162,7 +162,12 @@ def _show(event: TurnEvent) -> None:
     sys.stdout.flush()
 
 
-async def run_engine_demo(database_url: str) -> int:
+async def run_engine_demo(database_url: str | None = None) -> int:
+    """One turn through the engine alone, its events printed; without a URL, on a fresh SQLite
+    file in a temporary folder (never the bot's own database)."""
+    if database_url is None:
+        with tempfile.TemporaryDirectory() as tmp:
+            return await run_engine_demo(f"sqlite+aiosqlite:///{Path(tmp) / 'demo.db'}")
     await upgrade_database(database_url)  # on SQLite, its directory is made as the file is
     store = await SqlStore.open(database_url)
     try:

@@ -1,6 +1,7 @@
 """Operator commands: effect receipts (`bot receipts ...`), checkpoint compatibility
 (`bot check`) and the answers' feedback (`bot feedback`). They read and settle what the engine
-and the bot recorded; they never call a provider or Slack."""
+and the bot recorded; they never call a provider or Slack. What they take is in
+`bot.operator.arguments`, with every operator command's."""
 
 from __future__ import annotations
 
@@ -8,51 +9,12 @@ import argparse
 import csv
 import json
 import sys
-import time
 from datetime import UTC, datetime
 from typing import Any
 
 from agent import Agent, ReceiptRecord, ReceiptStatus, TurnStatus, resolve_receipt
 from agent.seams import TurnKind, parked_request
-from bot.ages import age_seconds_of
 from storage import SqlStore
-
-
-def register(sub: Any) -> None:
-    receipts = sub.add_parser("receipts", help="durable effect receipts")
-    receipts_sub = receipts.add_subparsers(dest="receipts_command", required=True)
-    listing = receipts_sub.add_parser("list", help="list receipts")
-    listing.add_argument("--status", choices=[s.value for s in ReceiptStatus])
-    listing.add_argument("--session")
-    listing.add_argument("--json", action="store_true", help="JSON lines, one per receipt")
-    listing.add_argument("--database-url", default=None)
-    resolve = receipts_sub.add_parser(
-        "resolve", help="settle an uncertain receipt with what the provider shows"
-    )
-    resolve.add_argument("session")
-    resolve.add_argument("key", help="the stored key, `<tool>:<key>`")
-    outcome = resolve.add_mutually_exclusive_group(required=True)
-    outcome.add_argument("--completed", action="store_true", help="the write happened")
-    outcome.add_argument("--failed", action="store_true", help="the write did not happen")
-    resolve.add_argument("--value", default="null", help="JSON observed at the provider")
-    resolve.add_argument("--database-url", default=None)
-    check = sub.add_parser(
-        "check", help="report parked or running turns whose agent changed since they started"
-    )
-    check.add_argument("--database-url", default=None)
-    check.add_argument("--agent-dir", default=None)
-    feedback = sub.add_parser(
-        "feedback", help="export what people said of the answers (the 👍 / 👎 buttons)"
-    )
-    feedback.add_argument("--format", choices=["csv", "jsonl"], default="csv")
-    feedback.add_argument(
-        "--since",
-        type=since_timestamp,
-        default=None,
-        help="only clicks at or after this: an ISO date or time (UTC unless it says), or an "
-        "age such as 90m, 24h, 7d",
-    )
-    feedback.add_argument("--database-url", default=None)
 
 
 async def receipts_command(args: argparse.Namespace, url: str) -> int:
@@ -76,9 +38,12 @@ async def receipts_command(args: argparse.Namespace, url: str) -> int:
                 print("no receipts")
             return 0
         status = ReceiptStatus.COMPLETED if args.completed else ReceiptStatus.FAILED
-        value = json.loads(args.value)
+        value = args.value  # JSON already read (`arguments.json_value`)
         if args.failed and value is not None:
-            print("bot receipts resolve: --failed takes no --value (nothing was applied)")
+            print(
+                "bot receipts resolve: --failed takes no --value (nothing was applied)",
+                file=sys.stderr,
+            )
             return 2
         settled = await resolve_receipt(store, args.session, args.key, status=status, value=value)
         print(f"{settled.key}: {settled.status.value}")
@@ -133,36 +98,6 @@ async def check_command(url: str, agent: Agent) -> int:
 
 
 FEEDBACK_COLUMNS = ("clicked_at", "team", "user", "session", "turn_id", "value")
-
-
-def _age(value: str) -> float | None:
-    return age_seconds_of(value, units="smhd")
-
-
-def age_seconds(value: str) -> float:
-    """An age or a duration, as `--since` takes one (`90m`, `24h`, `7d`; also `30s`)."""
-    seconds = _age(value)
-    if seconds is None:
-        raise argparse.ArgumentTypeError(
-            f"{value!r} is not an age like 30s, 90m, 24h or 7d (a number and s, m, h or d)"
-        )
-    return seconds
-
-
-def since_timestamp(value: str) -> float:
-    """`--since`: an ISO 8601 date or time (naive means UTC), or an age (`90m`, `24h`, `7d`)."""
-    seconds = _age(value)
-    if seconds is not None:
-        return time.time() - seconds
-    try:
-        moment = datetime.fromisoformat(value.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{value!r} is neither an ISO date or time nor an age like 24h or 7d"
-        ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.timestamp()
 
 
 async def feedback_command(args: argparse.Namespace, url: str) -> int:

@@ -163,29 +163,6 @@ async def run_prune(
 # -- the command --------------------------------------------------------------------------------
 
 
-def register(sub: Any) -> None:
-    prune = sub.add_parser(
-        "prune",
-        help="remove old history: finished turns' steps and events, archived generations",
-    )
-    prune.add_argument(
-        "--older-than",
-        default=None,
-        help="an age such as 30d, 12h, 90m or 2w: history that ended longer ago goes "
-        "(default: PRUNE_OLDER_THAN)",
-    )
-    prune.add_argument(
-        "--receipts-older-than",
-        default=None,
-        help="also remove settled effect receipts older than this (default: "
-        "PRUNE_RECEIPTS_OLDER_THAN; unset: receipts are kept)",
-    )
-    prune.add_argument("--batch", default=None, help=f"turns per transaction ({DEFAULT_BATCH})")
-    prune.add_argument("--dry-run", action="store_true", help="count what would go, change nothing")
-    prune.add_argument("--json", action="store_true", help="print the counts as one JSON object")
-    prune.add_argument("--database-url", default=None)
-
-
 def _retention(args: argparse.Namespace, settings: Settings | None) -> Retention:
     older = args.older_than or (settings.prune_older_than if settings else None)
     if not older:

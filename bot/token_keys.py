@@ -10,19 +10,11 @@ again (each row is compare-and-set, `storage.installations.rotation`).
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from bot.settings import ConfigError, Settings
 
 NAME = "rotate-token-key"
-
-
-def register(db_commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    rotate = db_commands.add_parser(
-        NAME, help="re-encrypt installed workspaces' tokens under the first TOKEN_ENCRYPTION_KEYS"
-    )
-    rotate.add_argument("--database-url", default=None)
 
 
 async def rotate_command(settings: Settings, url: str) -> int:

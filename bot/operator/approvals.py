@@ -21,46 +21,9 @@ import time
 from typing import Any, assert_never
 
 from agent import Answerer, PendingApproval, PolicyAnswerer, UserAnswerer
-from bot.operator.links import approval_message_ts, slack_domain, thread_place
-from bot.operator.output import (
-    EXIT_CODES,
-    duration,
-    iso,
-    json_lines,
-    one_line,
-    table,
-)
+from bot.operator.links import approval_message_ts, thread_place
+from bot.operator.output import duration, iso, json_lines, one_line, table
 from bot.operator.stores import Databases, acting_runtime
-from bot.ops_cli import age_seconds
-
-
-def add_parser(sub: Any) -> None:
-    approvals = sub.add_parser(
-        "approvals",
-        help="requests waiting for a person (parked turns, pending confirmations)",
-        description="Every parked request and pending confirmation, newest first, with its "
-        "age, expiry, answerers and a link to its Slack thread.",
-        epilog=EXIT_CODES + "; never 1: it exits 0 whatever it lists.",
-    )
-    approvals.add_argument("--session", help="only this session's requests")
-    approvals.add_argument(
-        "--older-than",
-        type=age_seconds,
-        default=None,
-        metavar="AGE",
-        help="only requests asked at least this long ago (30s, 90m, 2h, 7d); a request from "
-        "before ages were recorded counts as old",
-    )
-    approvals.add_argument(
-        "--slack-domain",
-        type=slack_domain,
-        default=None,
-        metavar="DOMAIN",
-        help="the workspace's domain (acme for acme.slack.com): links become permalinks to "
-        "the approval message; without it, a link that opens the channel",
-    )
-    approvals.add_argument("--json", action="store_true", help="JSON lines, one per request")
-    approvals.add_argument("--database-url", default=None)
 
 
 async def approvals_command(args: argparse.Namespace, dbs: Databases) -> int:

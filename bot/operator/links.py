@@ -15,31 +15,17 @@ each approval message it posted. Two links can be made from that:
   (https://docs.slack.dev/interactivity/deep-linking): it cannot name a thread, so the thread's
   ts is printed beside it (`/agent-reset` takes it too).
 
-The domain is not stored anywhere (Slack sends it only with slash commands), hence the flag.
+The domain is not stored anywhere (Slack sends it only with slash commands), hence the flag
+(`--slack-domain`, read by `bot.operator.arguments.slack_domain`).
 """
 
 from __future__ import annotations
 
-import argparse
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from bot.inbound import parse_session_key
 from storage.delivery.store import DeliveryStore
-
-_DOMAIN = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
-
-
-def slack_domain(value: str) -> str:
-    """`--slack-domain`: `acme`, or `acme.slack.com` / `https://acme.slack.com` pasted whole."""
-    domain = value.strip().lower().removeprefix("https://").removesuffix("/")
-    domain = domain.removesuffix(".slack.com")
-    if not _DOMAIN.fullmatch(domain):
-        raise argparse.ArgumentTypeError(
-            f"{value!r} is not a workspace domain (the `acme` of acme.slack.com)"
-        )
-    return domain
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -7,10 +7,11 @@ stdout. An empty listing prints nothing (the table's "no ..." line is for people
 ISO 8601 in UTC; ages and durations are seconds (floats). Errors go to stderr as one line,
 whichever the format.
 
-Exit codes: 0 done; 1 done, and it found something a script should notice (`bot turns --stuck`
-listed a stuck turn, `bot cancel` found nothing left to cancel, `bot reset` was queued but not
-applied in time); 2 a usage or configuration error (a bad argument, an unknown session or turn,
-a database that cannot be reached or is not migrated).
+Exit codes, each command's `--help` saying its own (`exit_codes`): 0 done; 1 done, and it found
+something a script should notice (`bot turns --stuck` listed a stuck turn, `bot cancel` found
+nothing left to cancel, `bot reset` was queued but not applied in time, `bot check` listed a
+turn under another agent); 2 a usage or configuration error (a bad argument, an unknown session
+or turn, a database that cannot be reached, does not exist or is not migrated).
 """
 
 from __future__ import annotations
@@ -21,11 +22,17 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-EXIT_CODES = (
-    "exit codes: 0 done; 2 usage or configuration error (bad argument, unknown session or "
-    "turn, database unreachable or not migrated)"
-)
-"""The `--help` epilog every operator command shows (each adds when it exits 1, if it does)."""
+
+def exit_codes(*, one: str | None = None, usage: str = "") -> str:
+    """The `--help` epilog every operator command shows: `one`, when it exits 1 (None: it never
+    does); `usage`, its own usage errors beside the common ones."""
+    return (
+        "exit codes: 0 done; "
+        + (f"1 {one}; " if one else "never 1; ")
+        + "2 a usage or configuration error, told in one line (a bad argument, "
+        + (f"{usage}, " if usage else "")
+        + "the database unreachable, missing or not migrated)."
+    )
 
 
 class OperatorError(Exception):

@@ -26,79 +26,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import re
 from typing import Any
 
 from agent import AgentSession, Runtime, TurnRecord, TurnStatus
 from agent.seams import TurnKind
-from bot.operator.output import EXIT_CODES, OperatorError, json_lines
+from bot.operator.output import OperatorError, json_lines
 from bot.operator.stores import OPERATOR_AGENT, Databases, acting_runtime
 from bot.stops import OPERATOR, STOPPED
-
-RESET_WAIT = 60.0
-
-
-def add_parsers(sub: Any) -> None:
-    cancel = sub.add_parser(
-        "cancel",
-        help="end a session's unfinished turns (as Slack's Stop button), or one of them",
-        description="End every unfinished turn of the session, a parked one included, as "
-        "Slack's Stop button does; with --turn, only that turn. Durable before it returns; "
-        "the worker running the turn stops it at its next checkpoint.",
-        epilog=EXIT_CODES + "; 1 when nothing was left to cancel, or --wait ran out first.",
-    )
-    cancel.add_argument("session", help="the session key, e.g. slack:T…:C…:1700000000.000100")
-    cancel.add_argument("--turn", default=None, help="only this turn")
-    cancel.add_argument(
-        "--reason",
-        default=STOPPED,
-        help="why, as the turn records it (default: stopped, which the thread shows as a Stop)",
-    )
-    cancel.add_argument(
-        "--by",
-        type=_slack_user,
-        default=None,
-        metavar="USER_ID",
-        help="the Slack user id of who asked (the thread then says 'stopped by @them'; "
-        "without it, 'stopped by an operator')",
-    )
-    cancel.add_argument(
-        "--wait",
-        type=float,
-        default=0.0,
-        metavar="SECONDS",
-        help="wait up to this long for the turns to end (default: return once asked)",
-    )
-    cancel.add_argument("--json", action="store_true", help="one JSON line: what was done")
-    cancel.add_argument("--database-url", default=None)
-    reset = sub.add_parser(
-        "reset",
-        help="archive a session's history so its next message starts fresh (/agent-reset)",
-        description="Cancel the session's unfinished turns and archive its history under its "
-        "generation, as /agent-reset does. The reset is queued durably and applied by the "
-        "worker that takes the session up; this waits for it.",
-        epilog=EXIT_CODES + "; 1 when the reset was queued but not applied within --wait.",
-    )
-    reset.add_argument("session", help="the session key")
-    reset.add_argument(
-        "--wait",
-        type=float,
-        default=RESET_WAIT,
-        metavar="SECONDS",
-        help=f"how long to wait for a worker to apply it (default {RESET_WAIT:.0f})",
-    )
-    reset.add_argument("--json", action="store_true", help="one JSON line: what was done")
-    reset.add_argument("--database-url", default=None)
-
-
-_USER_ID = re.compile(r"[UW][A-Z0-9]{2,63}")
-"""A Slack user id: `U…`, or `W…` for an Enterprise Grid user; capitals and digits."""
-
-
-def _slack_user(value: str) -> str:
-    if not _USER_ID.fullmatch(value):
-        raise argparse.ArgumentTypeError(f"{value!r} is not a Slack user id (like U024BE7LH)")
-    return value
 
 
 async def cancel_command(

@@ -28,59 +28,8 @@ from typing import Any
 
 from agent import TurnRecord, TurnStatus
 from agent.seams import SessionRecord
-from bot.operator.output import (
-    EXIT_CODES,
-    duration,
-    iso,
-    json_lines,
-    one_line,
-    table,
-)
+from bot.operator.output import duration, iso, json_lines, one_line, table
 from bot.operator.stores import Databases
-from bot.ops_cli import age_seconds
-
-QUEUED_FOR = 300.0
-FAILURES = 2
-
-
-def add_parser(sub: Any) -> None:
-    turns = sub.add_parser(
-        "turns",
-        help="a session's turns, every open turn, or the stuck ones (--stuck)",
-        description="Without options: every queued, running or parked turn of every session. "
-        "--session: that session's turns (its live generation). --stuck: the turns that need "
-        "a person (expired lease, no lease, queued too long, repeated failures), each with "
-        "its reason.",
-        epilog=EXIT_CODES + "; 1 with --stuck when a stuck turn is listed.",
-    )
-    turns.add_argument("--session", help="only this session")
-    turns.add_argument("--stuck", action="store_true", help="only turns that need a person")
-    turns.add_argument(
-        "--queued-for",
-        type=age_seconds,
-        default=QUEUED_FOR,
-        metavar="AGE",
-        help="with --stuck: a turn waiting this long without starting is stuck (default 5m)",
-    )
-    turns.add_argument(
-        "--failures",
-        type=_at_least_one,
-        default=FAILURES,
-        metavar="N",
-        help="with --stuck: this many failed turns in a row make a session stuck (default 2)",
-    )
-    turns.add_argument("--json", action="store_true", help="JSON lines, one per turn")
-    turns.add_argument("--database-url", default=None)
-
-
-def _at_least_one(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        number = 0
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of at least 1")
-    return number
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -28,7 +28,7 @@ from agent.seams import (
 )
 from storage.records import EncodedCommit, encode_commit, event_rows, turn_changes
 from storage.sql import commit_postgres as sql_commit_postgres
-from storage.sql.driver import INTEGRITY_ERRORS, DriverStatement
+from storage.sql.driver import DriverStatement, integrity_errors
 from storage.sql.schema import (
     approval_timers,
     confirmations,
@@ -221,7 +221,7 @@ def commit_step(
     if sql_commit_postgres.fits(conn, encoded):
         try:
             one = sql_commit_postgres.commit_step(conn, lease, commit, encoded, ttl, now)
-        except INTEGRITY_ERRORS as err:
+        except integrity_errors() as err:
             raise _conflict(lease.session, commit, encoded) from err
         if one is None:
             raise _lease_lost(lease)
@@ -324,7 +324,7 @@ def write_rows(
         insert_many(conn, confirmations, encoded.confirmations)
         insert_many(conn, facts, encoded.facts)
         insert_many(conn, approval_timers, encoded.timers)
-    except INTEGRITY_ERRORS as err:
+    except integrity_errors() as err:
         raise _conflict(session, commit, encoded) from err
     changes = turn_changes(commit, encoded, now)
     if changes:

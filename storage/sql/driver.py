@@ -11,7 +11,7 @@ call.
 What this gives up is only what these statements never use: Python-side column defaults and type
 processors (the tables' columns are text and numbers, defaults are server-side), and
 SQLAlchemy's wrapping of driver errors. The callers map the driver's own integrity errors
-(`INTEGRITY_ERRORS`), and the executor maps a lost connection from either form (see
+(`integrity_errors()`), and the executor maps a lost connection from either form (see
 `storage.sql.errors.is_unavailable`).
 """
 
@@ -22,14 +22,22 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-import psycopg
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.expression import ClauseElement
 
-INTEGRITY_ERRORS = (IntegrityError, sqlite3.IntegrityError, psycopg.IntegrityError)
-"""A duplicate key, as SQLAlchemy or either driver raises it."""
+from storage.sql.errors import loaded_psycopg
+
+
+def integrity_errors() -> tuple[type[Exception], ...]:
+    """A duplicate key, as SQLAlchemy or either driver raises it: `except integrity_errors():`,
+    evaluated only once something is raised (psycopg's only once it is imported)."""
+    psycopg = loaded_psycopg()
+    if psycopg is None:
+        return (IntegrityError, sqlite3.IntegrityError)
+    return (IntegrityError, sqlite3.IntegrityError, psycopg.IntegrityError)
+
 
 _PYFORMAT = re.compile(r"%\((\w+)\)s")
 

@@ -14,8 +14,9 @@ commit maps it, a missing table or a syntax error is still the driver's error.
 from __future__ import annotations
 
 import sqlite3
+import sys
+from types import ModuleType
 
-import psycopg
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError, DisconnectionError
 
@@ -41,6 +42,13 @@ _POSTGRES_UNAVAILABLE_STATES = frozenset({"57P01", "57P02", "57P03"})
 """The server shutting down (admin or crash) or not yet accepting connections."""
 
 
+def loaded_psycopg() -> ModuleType | None:
+    """psycopg, once a PostgreSQL engine has imported it; before that no error of its can
+    exist, so there is nothing to tell apart. Not imported here: a process on SQLite would pay
+    for it (about a tenth of an operator command's start-up) and never use it."""
+    return sys.modules.get("psycopg")
+
+
 def is_unavailable(exc: BaseException) -> bool:
     """Whether `exc` says the database could not be reached or the connection was lost."""
     if isinstance(exc, DisconnectionError):
@@ -54,7 +62,8 @@ def is_unavailable(exc: BaseException) -> bool:
     if isinstance(cause, sqlite3.Error):
         code = getattr(cause, "sqlite_errorcode", None)
         return code is not None and code & 0xFF in _SQLITE_UNAVAILABLE
-    if isinstance(cause, psycopg.Error):
+    psycopg = loaded_psycopg()
+    if psycopg is not None and isinstance(cause, psycopg.Error):
         state = cause.sqlstate
         if state is None:
             # raised by the client: refused, reset, closed, timed out, name not resolved
@@ -89,13 +98,15 @@ def _reason(exc: BaseException, password: str | None) -> str:
 def _driver_error(exc: BaseException) -> BaseException:
     """The driver's own error behind `exc` (SQLAlchemy's wrapper, or whatever a local tool made
     of it, hides it under its SQL and parameters); `exc` itself if there is none."""
+    psycopg = loaded_psycopg()
+    drivers = (sqlite3.Error,) if psycopg is None else (sqlite3.Error, psycopg.Error)
     seen: BaseException | None = exc
     for _ in range(8):
         if seen is None:
             break
         if isinstance(seen, DBAPIError) and seen.orig is not None:
             return seen.orig
-        if isinstance(seen, sqlite3.Error | psycopg.Error):
+        if isinstance(seen, drivers):
             return seen
         seen = seen.__cause__ or seen.__context__
     return exc

@@ -44,7 +44,7 @@ from agent import (
 from agent.seams import SessionStatus, StepCommit
 from storage import SqlStore
 from storage.sql import commit_postgres as sql_commit_postgres
-from storage.sql.driver import INTEGRITY_ERRORS, DriverStatement
+from storage.sql.driver import DriverStatement, integrity_errors
 from storage.sql.schema import events, messages, sessions, steps, turns
 
 TTL = 30.0
@@ -258,6 +258,6 @@ async def test_driver_statements_bind_names_literals_and_many_rows(sql_store: Sq
     def duplicate(conn: Connection) -> None:
         add.execute_many(conn, [{"id": 0, "name": "again", "n": 0}])
 
-    with pytest.raises(INTEGRITY_ERRORS) as raised:
+    with pytest.raises(integrity_errors()) as raised:
         await sql_store.run_sync(duplicate, write=True)
     assert isinstance(raised.value, sqlite3.IntegrityError | psycopg.IntegrityError)

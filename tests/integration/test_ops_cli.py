@@ -77,7 +77,30 @@ async def test_receipts_list_and_resolve(sql_store: Any, sql_url: str) -> None:
     again = await _bot(
         "receipts", "resolve", "ops:1", "pay:o-9", "--failed", "--database-url", sql_url
     )
-    assert again.returncode != 0, "only an uncertain receipt can be resolved"
+    _one_line(again, "receipts resolve")  # only an uncertain receipt can be resolved
+
+
+def _one_line(done: children.Ran, command: str) -> str:
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stdout + done.stderr, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith(f"bot {command}: "), line
+    return line
+
+
+async def test_receipts_resolve_refuses_what_it_cannot_apply(sql_url: str) -> None:
+    """A value that is not JSON is a usage error (argparse's, exit 2); a value with --failed,
+    or a receipt that does not exist, one line on stderr, exit 2; never a traceback."""
+    resolve = ("receipts", "resolve", "ops:1", "pay:o-9", "--database-url", sql_url)
+    not_json = await _bot(*resolve, "--completed", "--value", "{charge: ch_1}")
+    assert not_json.returncode == 2
+    assert "Traceback" not in not_json.stderr
+    assert "argument --value: '{charge: ch_1}' is not JSON" in not_json.stderr
+    with_value = await _bot(*resolve, "--failed", "--value", '"ch_1"')
+    assert "--failed takes no --value" in _one_line(with_value, "receipts resolve")
+    assert with_value.stdout == ""
+    missing = await _bot(*resolve, "--completed")
+    assert "no receipt 'pay:o-9' on session 'ops:1'" in _one_line(missing, "receipts resolve")
 
 
 def _agent_dir(root: Path, with_tool: bool) -> Path:

@@ -39,6 +39,7 @@ def test_python_m_bot_prints_the_same_help(tmp_path: Path) -> None:
 
 
 def test_python_m_bot_runs_an_offline_command(tmp_path: Path) -> None:
+    (tmp_path / "empty.db").touch()  # `db current` reads a database, it never makes one
     url = f"sqlite+aiosqlite:///{tmp_path / 'empty.db'}"
     module = _run([sys.executable, "-m", "bot", "db", "current", "--database-url", url], tmp_path)
     script = _run([str(SCRIPT), "db", "current", "--database-url", url], tmp_path)

@@ -8,9 +8,9 @@ import argparse
 
 import pytest
 
-from bot.operator.links import ThreadPlace, slack_domain
+from bot.operator.arguments import age_seconds, slack_domain
+from bot.operator.links import ThreadPlace
 from bot.operator.output import duration, one_line
-from bot.ops_cli import age_seconds
 
 THREAD = ThreadPlace(team="T1", channel="C1", thread_ts="1700000000.000100")
 

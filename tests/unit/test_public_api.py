@@ -25,8 +25,18 @@ PUBLIC_MODULES = [agent, agent.seams, agent.models, storage]
 LAZY = {
     agent: {"AnthropicModel", "AnthropicSettings"},
     agent.models: {"AnthropicModel", "AnthropicSettings"},
+    storage: {
+        "DatabaseUrlError",
+        "MemoryStore",
+        "SchemaUpgrade",
+        "SqlStore",
+        "current_revision",
+        "require_database",
+        "upgrade_database",
+    },
 }
-"""Names a package's module `__getattr__` imports on first use (the Anthropic SDK is heavy)."""
+"""Names a package's module `__getattr__` imports on first use (the Anthropic SDK is heavy;
+`storage` imports each store and the migrations only when they are asked for)."""
 
 
 def _public(module: ModuleType) -> set[str]:
