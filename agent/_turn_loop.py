@@ -35,7 +35,6 @@ from agent._messages import (
     ToolMessage,
     TranscriptView,
     TriggerMessage,
-    Usage,
     UserMessage,
 )
 from agent._policy import TurnPolicy
@@ -44,6 +43,7 @@ from agent._signals import CancellationSignal, CancelTurn, ParkTurn
 from agent._tool_steps import ToolStepRunner, TurnFailure
 from agent._tool_values import describe_error
 from agent._turn_env import TurnEnv
+from agent._turn_outcome import empty_reply_note, said_so_far, turn_usage
 from agent._turn_result import TurnResult
 from agent.seams import (
     ApprovalTimer,
@@ -205,13 +205,6 @@ class TurnRunner:
             if step_id.startswith("park:") and isinstance(value, dict)
         }
 
-    def _turn_usage(self, extra: Usage) -> Usage:
-        total = extra
-        for message in self.turn_messages():
-            if isinstance(message, AssistantMessage):
-                total = total + message.usage
-        return total
-
     # commits ------------------------------------------------------------------------------
 
     async def commit(self, commit: StepCommit) -> None:
@@ -276,7 +269,7 @@ class TurnRunner:
 
     async def _fail(self, message: str) -> TurnResult:
         message = self.env.redact(message)  # every failure passes here: the one place to scrub
-        result = TurnResult(turn_id=self.turn_id, status=TurnStatus.FAILED, error=message)
+        result = self._unfinished(TurnStatus.FAILED, error=message)
         event = TurnFailed(session=self.session, turn_id=self.turn_id, error=message)
         return await self._end(result, event)
 
@@ -304,9 +297,30 @@ class TurnRunner:
         by = None
         if asked is not None and asked.cancel_reason:
             reason, by = asked.cancel_reason, asked.cancelled_by
-        result = TurnResult(turn_id=self.turn_id, status=TurnStatus.CANCELLED, reason=reason)
+        result = self._unfinished(TurnStatus.CANCELLED, reason=reason)
         event = TurnCancelled(session=self.session, turn_id=self.turn_id, reason=reason, by=by)
         return await self._end(result, event, messages=messages)
+
+    def _unfinished(
+        self,
+        status: TurnStatus,
+        *,
+        error: str | None = None,
+        reason: str | None = None,
+        request: InputRequest | None = None,
+    ) -> TurnResult:
+        """The result of a turn that ends (or parks) without a last reply: what the model said
+        in it so far, and the tokens its model steps used (`agent._turn_outcome`)."""
+        said = self.turn_messages()
+        return TurnResult(
+            turn_id=self.turn_id,
+            status=status,
+            text=said_so_far(said),
+            error=error,
+            reason=reason,
+            request=request,
+            usage=turn_usage(said),
+        )
 
     async def _park(self, request: InputRequest, expires_after: float | None) -> TurnResult:
         """One suspended checkpoint: the request, the call, the opening, the policy and the
@@ -338,7 +352,7 @@ class TurnRunner:
             "workspace": workspace_of(self.turn.input),
             "parked_at": now,
         }
-        result = TurnResult(turn_id=self.turn_id, status=TurnStatus.SUSPENDED, request=request)
+        result = self._unfinished(TurnStatus.SUSPENDED, request=request)
         await self.commit(
             StepCommit(
                 turn_id=self.turn_id,
@@ -459,9 +473,15 @@ class TurnRunner:
         if message.tool_calls:
             await self.commit(step)
             return None
-        usage = self._turn_usage(reply.usage)
+        said = self.turn_messages()
+        usage = turn_usage(said, reply.usage)
+        note = None if message.text.strip() else empty_reply_note(said, self.turn.input)
         result = TurnResult(
-            turn_id=self.turn_id, status=TurnStatus.COMPLETED, text=message.text, usage=usage
+            turn_id=self.turn_id,
+            status=TurnStatus.COMPLETED,
+            text=message.text,
+            usage=usage,
+            note=note,
         )
         completed = TurnCompleted(
             session=self.session, turn_id=self.turn_id, text=message.text, usage=usage

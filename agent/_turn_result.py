@@ -21,6 +21,9 @@ class TurnResult:
     """What a suspended turn waits for (what `resume` answers)."""
     usage: Usage = field(default_factory=Usage)
     replayed: bool = False
+    note: str | None = None
+    """Set when a completed turn's last reply is empty: what the turn did instead (its tool
+    calls and their outcomes), or that the agent had nothing to add (`agent._turn_outcome`)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -30,6 +33,7 @@ class TurnResult:
             "reason": self.reason,
             "request": self.request.to_json() if self.request is not None else None,
             "usage": self.usage.model_dump(),
+            "note": self.note,
         }
 
     @classmethod
@@ -44,6 +48,7 @@ class TurnResult:
             request=_request(data.get("request")),
             usage=Usage.model_validate(data.get("usage") or {}),
             replayed=replayed,
+            note=data.get("note"),
         )
 
 

@@ -28,6 +28,7 @@ from slack_bolt.logger.messages import warning_client_prioritized_and_token_skip
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -40,6 +41,7 @@ from agent import Agent, Model, Runtime, SessionStore, TurnEvent
 from bot.agent_entry import AgentEntry
 from bot.answers import AnswerHandler
 from bot.api import ApiService, ApiSettings, api_routes, parse_tokens
+from bot.api.errors import routing_error
 from bot.deny_reason import ModalSeal
 from bot.feedback import FeedbackHandler
 from bot.heap import freeze_startup_heap
@@ -439,6 +441,7 @@ def serving_app(
             *api_routes(api_of),
         ],
         lifespan=lifespan,
+        exception_handlers={HTTPException: routing_error},
     )
 
 
