@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import Protocol, runtime_checkable
 
-from agent._errors import AbnormalStopError, ModelError
+from agent._errors import ModelError
 from agent._events import (
     ActionRequested,
     InputRequested,
@@ -38,6 +38,7 @@ from agent._messages import (
     UserMessage,
 )
 from agent._policy import TurnPolicy
+from agent._reply_checks import refused
 from agent._requests import InputRequest
 from agent._signals import CancellationSignal, CancelTurn, ParkTurn
 from agent._tool_steps import ToolStepRunner, TurnFailure
@@ -63,8 +64,6 @@ from agent.seams import (
 __all__ = ["TurnEnv", "TurnRunner", "model_stream"]
 
 log = logging.getLogger(__name__)
-
-NORMAL_STOPS = frozenset({"end_turn", "tool_use", "stop_sequence"})
 
 
 @runtime_checkable
@@ -267,6 +266,10 @@ class TurnRunner:
         )
         return result
 
+    async def fail(self, message: str) -> TurnResult:
+        """End the turn as failed (what the runtime does with a step that cannot be saved)."""
+        return await self._fail(message)
+
     async def _fail(self, message: str) -> TurnResult:
         message = self.env.redact(message)  # every failure passes here: the one place to scrub
         result = self._unfinished(TurnStatus.FAILED, error=message)
@@ -422,26 +425,6 @@ class TurnRunner:
             raise TurnFailure("ModelError: the model stream ended without a reply")
         return reply
 
-    def _refuse_abnormal(self, stop_reason: str, message: AssistantMessage) -> None:
-        """An abnormal stop commits only a reply that says something and calls nothing.
-
-        Empty, it would leave the user with silence; with tool calls, generation stopped before
-        the model finished them, so an input may be cut short yet parse (an amount of `100`
-        cut from `100000`). Adapters check this too (and can say which limit to raise); this is
-        the engine's own guard, for every `Model`.
-        """
-        if message.tool_calls:
-            names = ", ".join(call.name for call in message.tool_calls)
-            error = AbnormalStopError(
-                f"the model stopped ({stop_reason}) in the middle of a tool call ({names}); no "
-                "call was run, since its input may be incomplete"
-            )
-        elif not message.text:
-            error = AbnormalStopError(f"the model stopped with {stop_reason!r} and an empty reply")
-        else:
-            return
-        raise TurnFailure(describe_error(error, redact=self.env.redact))
-
     async def _model_step(self) -> TurnResult | None:
         """Commit one model step; returns the result when the reply ends the turn."""
         index = self.next_index
@@ -452,8 +435,10 @@ class TurnRunner:
             stop_reason=reply.stop_reason,
             usage=reply.usage,
         )
-        if reply.stop_reason not in NORMAL_STOPS:
-            self._refuse_abnormal(reply.stop_reason, message)
+        said = self.turn_messages()
+        refusal = refused(reply.stop_reason, message, said)
+        if refusal is not None:
+            raise TurnFailure(describe_error(refusal, redact=self.env.redact))
         events: list[TurnEvent] = [
             MessageCompleted(
                 session=self.session, turn_id=self.turn_id, index=index, text=message.text
@@ -473,7 +458,6 @@ class TurnRunner:
         if message.tool_calls:
             await self.commit(step)
             return None
-        said = self.turn_messages()
         usage = turn_usage(said, reply.usage)
         note = None if message.text.strip() else empty_reply_note(said, self.turn.input)
         result = TurnResult(

@@ -26,15 +26,17 @@ class TurnResult:
     calls and their outcomes), or that the agent had nothing to add (`agent._turn_outcome`)."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        stored: dict[str, Any] = {
             "status": self.status.value,
             "text": self.text,
             "error": self.error,
             "reason": self.reason,
             "request": self.request.to_json() if self.request is not None else None,
             "usage": self.usage.model_dump(),
-            "note": self.note,
         }
+        if self.note is not None:  # only then: every other result is stored as it always was
+            stored["note"] = self.note
+        return stored
 
     @classmethod
     def from_record(cls, record: TurnRecord, *, replayed: bool = False) -> TurnResult:

@@ -202,6 +202,7 @@ class ApiService:
                 "turn_id": result.turn_id,
                 "replayed": result.replayed,
                 "poll": where.poll(result.turn_id),
+                "note": result.note,
             }
         )
 

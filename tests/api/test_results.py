@@ -118,9 +118,7 @@ async def test_an_empty_reply_with_no_tools_says_the_agent_had_nothing_to_add(
     assert (done["status"], done["text"]) == ("completed", "")
     assert done["note"] == "The agent had nothing to add."
     spoken = await api(db_url, AGENT, ScriptedModel(PAY[1:]))
-    said = (
-        await clients(spoken, "alice").post("/sessions/o/turns", json={"text": "go"})
-    ).json()
+    said = (await clients(spoken, "alice").post("/sessions/o/turns", json={"text": "go"})).json()
     assert (said["text"], said["note"]) == ("Refund settled.", None)
 
 
