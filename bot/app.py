@@ -38,10 +38,12 @@ if TYPE_CHECKING:
     from storage.redis.events import RedisEventRelay
 
 from agent import Agent, Model, Runtime, SessionStore, TurnEvent
+from bot import unavailable
 from bot.agent_entry import AgentEntry
 from bot.answers import AnswerHandler
 from bot.api import ApiService, ApiSettings, api_routes, parse_tokens
 from bot.api.errors import routing_error
+from bot.asgi_server import ON_SHUTDOWN, on_stop_signal
 from bot.deny_reason import ModalSeal
 from bot.feedback import FeedbackHandler
 from bot.heap import freeze_startup_heap
@@ -199,6 +201,7 @@ class SlackBot:
             **oauth,
         )
         self.listeners.register(self.bolt)
+        self.bolt.error(unavailable.error_handler(runtime))  # 503 while the database is away
         tokens = parse_tokens(settings.api_tokens)
         self.api: ApiService | None = (
             ApiService(
@@ -297,7 +300,8 @@ class SlackBot:
     async def slack_events(self, request: Request) -> Response:
         """Slack's requests, checked before Bolt sees them (see the module docstring): no input
         makes this a 5xx, which Slack would only send again; only a failure to queue the work
-        (the database) is one, so that Slack does retry it."""
+        is one, so that Slack does retry it: the database away is a 503 with `Retry-After`,
+        logged once per outage (`bot.unavailable`)."""
         headers = request.headers
         timestamp = headers.get("x-slack-request-timestamp")
         signature = headers.get("x-slack-signature")
@@ -326,6 +330,8 @@ class SlackBot:
             log.info("ignored a signed request Slack does not send (%s); answered 200", reason)
             return Response(status_code=200)
         response = to_starlette_response(await self.bolt.async_dispatch(bolt_request))
+        if response.status_code < 500:
+            self.runtime.outage.reached(writing=False)  # says so once, if it was away
         if response.status_code == 404:
             log.info("no listener for a signed request; answered 200 so Slack does not retry")
             return Response(status_code=200)
@@ -401,18 +407,26 @@ def serving_app(
 
     That is what lets uvicorn run it in several processes (`WEB_CONCURRENCY`): each one imports
     the app factory and opens its own engines, which cannot cross a process or a loop.
-    `freeze_heap`: a process that serves only this app (see `bot.heap`).
+    `freeze_heap`: a process that serves only this app (`bot serve`): its startup heap is frozen
+    (see `bot.heap`), and a stop signal first ends the API's open streams, which would
+    otherwise hold the process for its whole grace period (`bot.asgi_server.on_stop_signal`).
     """
 
     @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+    async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
         bot = await opener()
         app.state.bot = bot
+
+        def stopping() -> None:
+            if bot.api is not None:
+                bot.api.close()
+
         try:
             await bot.start()
             if freeze_heap:
                 freeze_startup_heap()
-            yield
+            with on_stop_signal(stopping) if freeze_heap else contextlib.nullcontext():
+                yield {ON_SHUTDOWN: stopping}
         finally:
             await bot.close()
 

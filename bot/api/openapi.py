@@ -39,7 +39,8 @@ def _ref(name: str) -> dict[str, Any]:
 
 STREAM = (
     " With `Accept: text/event-stream`: frames `id: <seq>` / `event: <type>` / `data: <json "
-    "event>`; live deltas without an id; `: ping` comments while idle."
+    "event>`; live deltas without an id; `: ping` comments while idle; when the server shuts "
+    "down, a last `event: closing` frame (`reason`, `last_seq`): reconnect with Last-Event-ID."
 )
 """What a streamed answer holds. A media type object has no `description` in OpenAPI 3.1, so
 it is said in the response's own."""

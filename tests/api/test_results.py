@@ -112,14 +112,14 @@ async def test_an_empty_final_reply_keeps_its_text_and_gets_a_note(db_url, api, 
 async def test_an_empty_reply_with_no_tools_says_the_agent_had_nothing_to_add(
     db_url, api, clients
 ) -> None:
-    bot = await api(db_url, AGENT, ScriptedModel(SILENT))
+    spoken = {"say something": [ScriptedReply(text="Something.")]}
+    bot = await api(db_url, AGENT, ScriptedModel(SILENT, by_opening=spoken))
     alice = clients(bot, "alice")
     done = (await alice.post("/sessions/s/turns", json={"text": "go", "turn_id": "t"})).json()
     assert (done["status"], done["text"]) == ("completed", "")
     assert done["note"] == "The agent had nothing to add."
-    spoken = await api(db_url, AGENT, ScriptedModel(PAY[1:]))
-    said = (await clients(spoken, "alice").post("/sessions/o/turns", json={"text": "go"})).json()
-    assert (said["text"], said["note"]) == ("Refund settled.", None)
+    said = (await alice.post("/sessions/o/turns", json={"text": "say something"})).json()
+    assert (said["text"], said["note"]) == ("Something.", None), "a reply needs no note"
 
 
 async def test_a_denied_write_followed_by_silence_is_noted_as_denied(db_url, api, clients) -> None:
