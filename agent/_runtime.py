@@ -7,6 +7,8 @@ whose lease expired with work left, so a turn whose worker died resumes without 
 
 A worker whose database goes away mid-turn is not dead: it keeps the drain, waits for the
 database (backing off), and goes on at once when it is back, if the lease is still its own.
+A step the store refuses as a duplicate is tried again on a fresh read, or, when the same clash
+comes back, fails its turn so the drain goes on (`agent._step_conflicts`).
 """
 
 from __future__ import annotations

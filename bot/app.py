@@ -23,7 +23,7 @@ from slack_bolt.adapter.starlette.async_handler import (
     to_async_bolt_request,
     to_starlette_response,
 )
-from slack_bolt.async_app import AsyncApp, AsyncBoltRequest
+from slack_bolt.async_app import AsyncApp
 from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
@@ -53,7 +53,14 @@ from bot.oauth import INSTALL_PATH, REDIRECT_PATH, Uninstalls, authorize, instal
 from bot.payload_shape import problem as payload_problem
 from bot.rendering import RenderSettings
 from bot.rendering.pool import RendererPool
-from bot.request_checks import headers_well_formed, parse_payload, utf8
+from bot.request_checks import (
+    bolt_request_of,
+    headers_well_formed,
+    malformed,
+    parse_payload,
+    refused,
+    utf8,
+)
 from bot.resets import Resets
 from bot.settings import Settings
 from bot.slack_calls import make_client, make_render_client
@@ -306,14 +313,14 @@ class SlackBot:
         timestamp = headers.get("x-slack-request-timestamp")
         signature = headers.get("x-slack-signature")
         if not headers_well_formed(timestamp, signature):
-            return _refused()
+            return refused()
         body = await request.body()
         text = utf8(body)
         if text is None:
             log.info("a request body that is not UTF-8: answered 400")
-            return _malformed()
+            return malformed()
         if self.verifier is None or not self.verifier.is_valid(text, timestamp, signature):
-            return _refused()
+            return refused()
         if len(text) > PARSE_ON_LOOP_BYTES:
             # A body this large (Slack's are a few kB) takes tens of milliseconds to decode and
             # parse: off the loop, so one request cannot stall every other ack and heartbeat.
@@ -322,9 +329,9 @@ class SlackBot:
             payload = parse_payload(text, headers.get("content-type"))
         if payload is None:
             log.info("a signed request whose body is not a JSON object: answered 400")
-            return _malformed()
+            return malformed()
         reason = payload_problem(payload)
-        bolt_request = None if reason else self._bolt_request(request, text)
+        bolt_request = None if reason else bolt_request_of(request, text)
         if bolt_request is None:
             reason = reason or "Bolt cannot read its ids"
             log.info("ignored a signed request Slack does not send (%s); answered 200", reason)
@@ -336,23 +343,6 @@ class SlackBot:
             log.info("no listener for a signed request; answered 200 so Slack does not retry")
             return Response(status_code=200)
         return response
-
-    @staticmethod
-    def _bolt_request(request: Request, text: str) -> AsyncBoltRequest | None:
-        """The request as Bolt's Starlette adapter builds it, or None where building it fails.
-
-        Building it only parses the body and pulls the team, user and channel ids out of it, in
-        code that takes each field's type for granted (`"id" in team`, `authorizations[0]`); so
-        an exception here means a payload of the wrong shape, never an outage.
-        """
-        try:
-            return AsyncBoltRequest(
-                body=text,
-                query=request.query_params,  # type: ignore[arg-type]
-                headers=request.headers,  # type: ignore[arg-type]
-            )
-        except Exception:
-            return None
 
     async def oauth(self, request: Request) -> Response:
         """`/slack/install` and `/slack/oauth_redirect`: Bolt's OAuth flow (`bot.oauth`); a
@@ -390,14 +380,6 @@ def _modal_seal(settings: Settings) -> ModalSeal | None:
         if secret is not None and secret.get_secret_value():
             return ModalSeal(secret.get_secret_value())
     return None
-
-
-def _refused() -> Response:
-    return JSONResponse({"error": "invalid signature or stale timestamp"}, status_code=401)
-
-
-def _malformed() -> Response:
-    return JSONResponse({"error": "malformed body"}, status_code=400)
 
 
 def serving_app(

@@ -219,7 +219,7 @@ async def _before(work: Coroutine[Any, Any, Any], stopping: asyncio.Task[Any]) -
 
 def _bolt_request(request: SocketModeRequest) -> AsyncBoltRequest | None:
     """The request as Bolt's Socket Mode adapter builds it (retries named as over HTTP), or None
-    where building it fails on a payload of the wrong shape (see `SlackBot._bolt_request`)."""
+    where building it fails on a payload of the wrong shape (`request_checks.bolt_request_of`)."""
     headers: dict[str, str] = {}
     if request.retry_attempt:
         headers["x-slack-retry-num"] = str(request.retry_attempt)
