@@ -7,6 +7,8 @@ whose lease expired with work left, so a turn whose worker died resumes without 
 
 A worker whose database goes away mid-turn is not dead: it keeps the drain, waits for the
 database (backing off), and goes on at once when it is back, if the lease is still its own.
+A step the store refuses as a duplicate is tried again on a fresh read, or, when the same clash
+comes back, fails its turn so the drain goes on (`agent._step_conflicts`).
 """
 
 from __future__ import annotations
@@ -23,16 +25,18 @@ from types import TracebackType
 
 from agent import _expiry, _inbox
 from agent._agent_def import Agent
-from agent._errors import LeaseLostError, StoreUnavailableError, TurnNotFoundError
+from agent._errors import LeaseLostError, StepConflictError, StoreUnavailableError
 from agent._hitl import Principal
 from agent._inbox import PendingApproval, RecentTurn
 from agent._messages import Message, TriggerMessage, UserMessage
 from agent._redaction import Redactor
 from agent._session import AgentSession
 from agent._sinks import EventHub
+from agent._step_conflicts import StepConflicts
 from agent._store_outage import OutageLog, backoff
 from agent._turn_loop import TurnEnv, TurnRunner
 from agent._turn_result import TurnResult
+from agent._turn_waits import TurnWaits
 from agent.seams import (
     Dispatcher,
     EventSink,
@@ -40,7 +44,6 @@ from agent.seams import (
     Model,
     SessionStore,
     TurnKind,
-    TurnStatus,
 )
 
 log = logging.getLogger(__name__)
@@ -53,16 +56,6 @@ DEFAULT_CONTEXT_MESSAGES = 400
 """A bound on messages, not tokens: a long thread of short messages keeps its whole recent
 history, and the model adapter still trims a request that would not fit its context window (the
 Anthropic adapter's `max_context_tokens`)."""
-
-
-class _Watch:
-    """What the `wait_turn` callers of one session sleep on, and how many there are."""
-
-    __slots__ = ("event", "waiters")
-
-    def __init__(self) -> None:
-        self.event = asyncio.Event()
-        self.waiters = 0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -133,8 +126,7 @@ class Runtime:
         durable cancel, and no runner is registered yet to hear the signal."""
         self._drains: dict[str, asyncio.Task[None]] = {}
         self._rekick: set[str] = set()
-        self._changed: dict[str, _Watch] = {}
-        """Per session, what its `wait_turn` callers sleep on until a drain of it ends here."""
+        self._waits = TurnWaits()
         self._sweeper: asyncio.Task[None] | None = None
         self._closed = False
         self.run_turns = run_turns
@@ -295,25 +287,14 @@ class Runtime:
             self._replays.popitem(last=False)
 
     async def wait_turn(self, key: str, turn_id: str) -> TurnResult:
-        """Wait for the turn to end or park; polls the store so another process's work counts."""
-        while True:
-            watch = self._changed.get(key)
-            if watch is None:
-                watch = self._changed[key] = _Watch()
-            watch.waiters += 1
-            try:
-                record = await self.store.get_turn(key, turn_id)
-                if record is None:
-                    raise TurnNotFoundError(f"no turn {turn_id!r} on session {key!r}")
-                if record.status.finished or record.status == TurnStatus.SUSPENDED:
-                    replayed = record.status.finished and (key, turn_id) in self._replays
-                    return TurnResult.from_record(record, replayed=replayed)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(watch.event.wait(), self.poll_interval)
-            finally:
-                watch.waiters -= 1
-                if not watch.waiters and self._changed.get(key) is watch:
-                    del self._changed[key]
+        """Wait for the turn to end or park (`agent._turn_waits`)."""
+        return await self._waits.wait(
+            self.store,
+            key,
+            turn_id,
+            poll=self.poll_interval,
+            replayed=lambda k, t: (k, t) in self._replays,
+        )
 
     def signal_cancel(
         self, key: str, reason: str, *, keep: str | None = None, only: str | None = None
@@ -339,12 +320,8 @@ class Runtime:
         news.apply(runner)
 
     def notify(self, key: str) -> None:
-        """Wake the `wait_turn` callers of session `key` to read its turn again. Per session:
-        with one shared wake-up, every turn's end made every waiter of every session read its
-        turn again: reads that grow with the square of the sessions waited on."""
-        watch = self._changed.pop(key, None)
-        if watch is not None:
-            watch.event.set()
+        """Wake the `wait_turn` callers of session `key` to read its turn again."""
+        self._waits.notify(key)
 
     # workers ------------------------------------------------------------------------------
 
@@ -463,6 +440,7 @@ class Runtime:
 
     async def _run_queue(self, agent: Agent, lease: Lease) -> None:
         heartbeat = asyncio.create_task(self._heartbeat(lease))
+        conflicts = StepConflicts()
         try:
             tail = await self.store.load_transcript_tail(lease.session, self.context_messages)
             transcript, base = tail.messages, tail.base
@@ -505,6 +483,9 @@ class Runtime:
                     news.apply(runner)
                 try:
                     await runner.run()
+                except StepConflictError as err:
+                    tail = await conflicts.settle(env, turn, err, self.context_messages)
+                    transcript, base = tail.messages, tail.base
                 finally:
                     self._running.pop(lease.session, None)
                 self.notify(lease.session)

@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import Protocol, runtime_checkable
 
-from agent._errors import AbnormalStopError, ModelError
+from agent._errors import ModelError
 from agent._events import (
     ActionRequested,
     InputRequested,
@@ -35,15 +35,16 @@ from agent._messages import (
     ToolMessage,
     TranscriptView,
     TriggerMessage,
-    Usage,
     UserMessage,
 )
 from agent._policy import TurnPolicy
+from agent._reply_checks import refused
 from agent._requests import InputRequest
 from agent._signals import CancellationSignal, CancelTurn, ParkTurn
 from agent._tool_steps import ToolStepRunner, TurnFailure
 from agent._tool_values import describe_error
 from agent._turn_env import TurnEnv
+from agent._turn_outcome import empty_reply_note, said_so_far, turn_usage
 from agent._turn_result import TurnResult
 from agent.seams import (
     ApprovalTimer,
@@ -63,8 +64,6 @@ from agent.seams import (
 __all__ = ["TurnEnv", "TurnRunner", "model_stream"]
 
 log = logging.getLogger(__name__)
-
-NORMAL_STOPS = frozenset({"end_turn", "tool_use", "stop_sequence"})
 
 
 @runtime_checkable
@@ -205,13 +204,6 @@ class TurnRunner:
             if step_id.startswith("park:") and isinstance(value, dict)
         }
 
-    def _turn_usage(self, extra: Usage) -> Usage:
-        total = extra
-        for message in self.turn_messages():
-            if isinstance(message, AssistantMessage):
-                total = total + message.usage
-        return total
-
     # commits ------------------------------------------------------------------------------
 
     async def commit(self, commit: StepCommit) -> None:
@@ -274,9 +266,13 @@ class TurnRunner:
         )
         return result
 
+    async def fail(self, message: str) -> TurnResult:
+        """End the turn as failed (what the runtime does with a step that cannot be saved)."""
+        return await self._fail(message)
+
     async def _fail(self, message: str) -> TurnResult:
         message = self.env.redact(message)  # every failure passes here: the one place to scrub
-        result = TurnResult(turn_id=self.turn_id, status=TurnStatus.FAILED, error=message)
+        result = self._unfinished(TurnStatus.FAILED, error=message)
         event = TurnFailed(session=self.session, turn_id=self.turn_id, error=message)
         return await self._end(result, event)
 
@@ -304,9 +300,30 @@ class TurnRunner:
         by = None
         if asked is not None and asked.cancel_reason:
             reason, by = asked.cancel_reason, asked.cancelled_by
-        result = TurnResult(turn_id=self.turn_id, status=TurnStatus.CANCELLED, reason=reason)
+        result = self._unfinished(TurnStatus.CANCELLED, reason=reason)
         event = TurnCancelled(session=self.session, turn_id=self.turn_id, reason=reason, by=by)
         return await self._end(result, event, messages=messages)
+
+    def _unfinished(
+        self,
+        status: TurnStatus,
+        *,
+        error: str | None = None,
+        reason: str | None = None,
+        request: InputRequest | None = None,
+    ) -> TurnResult:
+        """The result of a turn that ends (or parks) without a last reply: what the model said
+        in it so far, and the tokens its model steps used (`agent._turn_outcome`)."""
+        said = self.turn_messages()
+        return TurnResult(
+            turn_id=self.turn_id,
+            status=status,
+            text=said_so_far(said),
+            error=error,
+            reason=reason,
+            request=request,
+            usage=turn_usage(said),
+        )
 
     async def _park(self, request: InputRequest, expires_after: float | None) -> TurnResult:
         """One suspended checkpoint: the request, the call, the opening, the policy and the
@@ -338,7 +355,7 @@ class TurnRunner:
             "workspace": workspace_of(self.turn.input),
             "parked_at": now,
         }
-        result = TurnResult(turn_id=self.turn_id, status=TurnStatus.SUSPENDED, request=request)
+        result = self._unfinished(TurnStatus.SUSPENDED, request=request)
         await self.commit(
             StepCommit(
                 turn_id=self.turn_id,
@@ -408,26 +425,6 @@ class TurnRunner:
             raise TurnFailure("ModelError: the model stream ended without a reply")
         return reply
 
-    def _refuse_abnormal(self, stop_reason: str, message: AssistantMessage) -> None:
-        """An abnormal stop commits only a reply that says something and calls nothing.
-
-        Empty, it would leave the user with silence; with tool calls, generation stopped before
-        the model finished them, so an input may be cut short yet parse (an amount of `100`
-        cut from `100000`). Adapters check this too (and can say which limit to raise); this is
-        the engine's own guard, for every `Model`.
-        """
-        if message.tool_calls:
-            names = ", ".join(call.name for call in message.tool_calls)
-            error = AbnormalStopError(
-                f"the model stopped ({stop_reason}) in the middle of a tool call ({names}); no "
-                "call was run, since its input may be incomplete"
-            )
-        elif not message.text:
-            error = AbnormalStopError(f"the model stopped with {stop_reason!r} and an empty reply")
-        else:
-            return
-        raise TurnFailure(describe_error(error, redact=self.env.redact))
-
     async def _model_step(self) -> TurnResult | None:
         """Commit one model step; returns the result when the reply ends the turn."""
         index = self.next_index
@@ -438,8 +435,10 @@ class TurnRunner:
             stop_reason=reply.stop_reason,
             usage=reply.usage,
         )
-        if reply.stop_reason not in NORMAL_STOPS:
-            self._refuse_abnormal(reply.stop_reason, message)
+        said = self.turn_messages()
+        refusal = refused(reply.stop_reason, message, said)
+        if refusal is not None:
+            raise TurnFailure(describe_error(refusal, redact=self.env.redact))
         events: list[TurnEvent] = [
             MessageCompleted(
                 session=self.session, turn_id=self.turn_id, index=index, text=message.text
@@ -459,9 +458,14 @@ class TurnRunner:
         if message.tool_calls:
             await self.commit(step)
             return None
-        usage = self._turn_usage(reply.usage)
+        usage = turn_usage(said, reply.usage)
+        note = None if message.text.strip() else empty_reply_note(said, self.turn.input)
         result = TurnResult(
-            turn_id=self.turn_id, status=TurnStatus.COMPLETED, text=message.text, usage=usage
+            turn_id=self.turn_id,
+            status=TurnStatus.COMPLETED,
+            text=message.text,
+            usage=usage,
+            note=note,
         )
         completed = TurnCompleted(
             session=self.session, turn_id=self.turn_id, text=message.text, usage=usage

@@ -21,9 +21,12 @@ class TurnResult:
     """What a suspended turn waits for (what `resume` answers)."""
     usage: Usage = field(default_factory=Usage)
     replayed: bool = False
+    note: str | None = None
+    """Set when a completed turn's last reply is empty: what the turn did instead (its tool
+    calls and their outcomes), or that the agent had nothing to add (`agent._turn_outcome`)."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        stored: dict[str, Any] = {
             "status": self.status.value,
             "text": self.text,
             "error": self.error,
@@ -31,6 +34,9 @@ class TurnResult:
             "request": self.request.to_json() if self.request is not None else None,
             "usage": self.usage.model_dump(),
         }
+        if self.note is not None:  # only then: every other result is stored as it always was
+            stored["note"] = self.note
+        return stored
 
     @classmethod
     def from_record(cls, record: TurnRecord, *, replayed: bool = False) -> TurnResult:
@@ -44,6 +50,7 @@ class TurnResult:
             request=_request(data.get("request")),
             usage=Usage.model_validate(data.get("usage") or {}),
             replayed=replayed,
+            note=data.get("note"),
         )
 
 

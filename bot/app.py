@@ -23,11 +23,12 @@ from slack_bolt.adapter.starlette.async_handler import (
     to_async_bolt_request,
     to_starlette_response,
 )
-from slack_bolt.async_app import AsyncApp, AsyncBoltRequest
+from slack_bolt.async_app import AsyncApp
 from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -37,9 +38,12 @@ if TYPE_CHECKING:
     from storage.redis.events import RedisEventRelay
 
 from agent import Agent, Model, Runtime, SessionStore, TurnEvent
+from bot import unavailable
 from bot.agent_entry import AgentEntry
 from bot.answers import AnswerHandler
 from bot.api import ApiService, ApiSettings, api_routes, parse_tokens
+from bot.api.errors import routing_error
+from bot.asgi_server import ON_SHUTDOWN, on_stop_signal
 from bot.deny_reason import ModalSeal
 from bot.feedback import FeedbackHandler
 from bot.heap import freeze_startup_heap
@@ -51,7 +55,14 @@ from bot.oauth import INSTALL_PATH, REDIRECT_PATH, Uninstalls, authorize, instal
 from bot.payload_shape import problem as payload_problem
 from bot.rendering import RenderSettings
 from bot.rendering.pool import RendererPool
-from bot.request_checks import headers_well_formed, parse_payload, utf8
+from bot.request_checks import (
+    bolt_request_of,
+    headers_well_formed,
+    malformed,
+    parse_payload,
+    refused,
+    utf8,
+)
 from bot.resets import Resets
 from bot.settings import Settings
 from bot.slack_calls import make_client, make_render_client
@@ -199,6 +210,7 @@ class SlackBot:
             **oauth,
         )
         self.listeners.register(self.bolt)
+        self.bolt.error(unavailable.error_handler(runtime))  # 503 while the database is away
         tokens = parse_tokens(settings.api_tokens)
         self.api: ApiService | None = (
             ApiService(
@@ -297,19 +309,20 @@ class SlackBot:
     async def slack_events(self, request: Request) -> Response:
         """Slack's requests, checked before Bolt sees them (see the module docstring): no input
         makes this a 5xx, which Slack would only send again; only a failure to queue the work
-        (the database) is one, so that Slack does retry it."""
+        is one, so that Slack does retry it: the database away is a 503 with `Retry-After`,
+        logged once per outage (`bot.unavailable`)."""
         headers = request.headers
         timestamp = headers.get("x-slack-request-timestamp")
         signature = headers.get("x-slack-signature")
         if not headers_well_formed(timestamp, signature):
-            return _refused()
+            return refused()
         body = await request.body()
         text = utf8(body)
         if text is None:
             log.info("a request body that is not UTF-8: answered 400")
-            return _malformed()
+            return malformed()
         if self.verifier is None or not self.verifier.is_valid(text, timestamp, signature):
-            return _refused()
+            return refused()
         if len(text) > PARSE_ON_LOOP_BYTES:
             # A body this large (Slack's are a few kB) takes tens of milliseconds to decode and
             # parse: off the loop, so one request cannot stall every other ack and heartbeat.
@@ -318,35 +331,20 @@ class SlackBot:
             payload = parse_payload(text, headers.get("content-type"))
         if payload is None:
             log.info("a signed request whose body is not a JSON object: answered 400")
-            return _malformed()
+            return malformed()
         reason = payload_problem(payload)
-        bolt_request = None if reason else self._bolt_request(request, text)
+        bolt_request = None if reason else bolt_request_of(request, text)
         if bolt_request is None:
             reason = reason or "Bolt cannot read its ids"
             log.info("ignored a signed request Slack does not send (%s); answered 200", reason)
             return Response(status_code=200)
         response = to_starlette_response(await self.bolt.async_dispatch(bolt_request))
+        if response.status_code < 500:
+            self.runtime.outage.reached(writing=False)  # says so once, if it was away
         if response.status_code == 404:
             log.info("no listener for a signed request; answered 200 so Slack does not retry")
             return Response(status_code=200)
         return response
-
-    @staticmethod
-    def _bolt_request(request: Request, text: str) -> AsyncBoltRequest | None:
-        """The request as Bolt's Starlette adapter builds it, or None where building it fails.
-
-        Building it only parses the body and pulls the team, user and channel ids out of it, in
-        code that takes each field's type for granted (`"id" in team`, `authorizations[0]`); so
-        an exception here means a payload of the wrong shape, never an outage.
-        """
-        try:
-            return AsyncBoltRequest(
-                body=text,
-                query=request.query_params,  # type: ignore[arg-type]
-                headers=request.headers,  # type: ignore[arg-type]
-            )
-        except Exception:
-            return None
 
     async def oauth(self, request: Request) -> Response:
         """`/slack/install` and `/slack/oauth_redirect`: Bolt's OAuth flow (`bot.oauth`); a
@@ -386,14 +384,6 @@ def _modal_seal(settings: Settings) -> ModalSeal | None:
     return None
 
 
-def _refused() -> Response:
-    return JSONResponse({"error": "invalid signature or stale timestamp"}, status_code=401)
-
-
-def _malformed() -> Response:
-    return JSONResponse({"error": "malformed body"}, status_code=400)
-
-
 def serving_app(
     opener: Callable[[], Awaitable[SlackBot]], *, freeze_heap: bool = False
 ) -> Starlette:
@@ -401,18 +391,26 @@ def serving_app(
 
     That is what lets uvicorn run it in several processes (`WEB_CONCURRENCY`): each one imports
     the app factory and opens its own engines, which cannot cross a process or a loop.
-    `freeze_heap`: a process that serves only this app (see `bot.heap`).
+    `freeze_heap`: a process that serves only this app (`bot serve`): its startup heap is frozen
+    (see `bot.heap`), and a stop signal first ends the API's open streams, which would
+    otherwise hold the process for its whole grace period (`bot.asgi_server.on_stop_signal`).
     """
 
     @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+    async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
         bot = await opener()
         app.state.bot = bot
+
+        def stopping() -> None:
+            if bot.api is not None:
+                bot.api.close()
+
         try:
             await bot.start()
             if freeze_heap:
                 freeze_startup_heap()
-            yield
+            with on_stop_signal(stopping) if freeze_heap else contextlib.nullcontext():
+                yield {ON_SHUTDOWN: stopping}
         finally:
             await bot.close()
 
@@ -441,6 +439,7 @@ def serving_app(
             *api_routes(api_of),
         ],
         lifespan=lifespan,
+        exception_handlers={HTTPException: routing_error},
     )
 
 

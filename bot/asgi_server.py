@@ -13,19 +13,62 @@ Stopping takes as long as the requests still in flight, no longer: uvicorn's own
 to close (the test suite stops two servers per bot test: those waits were a sixth of its time).
 Requests still running after `grace` seconds are cancelled, as uvicorn does after its graceful
 timeout.
+
+Some requests never end by themselves (an event stream): told nothing, a stopping server waits
+its whole grace for them and then cuts them. So the app learns that the server is stopping
+before the server waits: `BackgroundServer` calls the `ON_SHUTDOWN` callable the app's lifespan
+put in the lifespan state, and under uvicorn's own server (`bot serve`, which may fork
+workers) `on_stop_signal` calls it when the signal that stops the server arrives.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import socket
 import threading
-from collections.abc import Iterator
-from types import TracebackType
+from collections.abc import Callable, Iterator
+from types import FrameType, TracebackType
 from typing import Any
 
 import uvicorn
+
+ON_SHUTDOWN = "on_shutdown"
+"""The lifespan state key of what the app does when its server begins to stop (a callable)."""
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+"""What uvicorn stops on."""
+
+
+@contextlib.contextmanager
+def on_stop_signal(callback: Callable[[], None]) -> Iterator[None]:
+    """Call `callback` on the running loop when a stop signal arrives, then pass the signal on
+    to the handler that was there (uvicorn's, which begins its shutdown). Only in the main
+    thread, where signals are delivered; elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    loop = asyncio.get_running_loop()
+    previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+
+    def handle(sig: int, frame: FrameType | None) -> None:
+        with contextlib.suppress(RuntimeError):  # its loop has closed
+            loop.call_soon_threadsafe(callback)
+        passed = previous[signal.Signals(sig)]
+        if callable(passed):
+            passed(sig, frame)
+        elif passed == signal.SIG_DFL:  # what the signal would have done
+            signal.signal(sig, signal.SIG_DFL)
+            signal.raise_signal(sig)
+
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, handle)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            if signal.getsignal(sig) is handle:
+                signal.signal(sig, handler)
 
 
 class _Server(uvicorn.Server):
@@ -65,6 +108,9 @@ class _Server(uvicorn.Server):
                 self._tick = None
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        closing = getattr(self.lifespan, "state", {}).get(ON_SHUTDOWN)
+        if callable(closing):
+            closing()
         for server in self.servers:
             server.close()
         for sock in sockets or []:

@@ -8,7 +8,10 @@ with a non-ASCII character, and it decodes the body as UTF-8), and Bolt's `parse
 
 - `headers_well_formed`: false → 401, decided from the headers alone, before the body is read;
 - `utf8`: None → 400 (the signature is over bytes that are not text: nothing Slack sends);
-- `parse_payload`: None → 400, for a signed body that is not a JSON object.
+- `parse_payload`: None → 400, for a signed body that is not a JSON object;
+- `bolt_request_of`: None → 200 that does nothing (a payload Bolt cannot read its ids from).
+
+`refused` and `malformed` are those 401 and 400 answers.
 """
 
 from __future__ import annotations
@@ -16,7 +19,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from slack_bolt.async_app import AsyncBoltRequest
 from slack_bolt.request.internals import parse_body
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 
 _TIMESTAMP = re.compile(r"[0-9]{1,12}")
 """Whole seconds since the epoch, as Slack sends them (ASCII digits only: `int()` would also
@@ -55,3 +61,28 @@ def parse_payload(text: str, content_type: str | None) -> dict[str, Any] | None:
     except (ValueError, RecursionError):
         return None
     return parsed if isinstance(parsed, dict) else None
+
+
+def bolt_request_of(request: Request, text: str) -> AsyncBoltRequest | None:
+    """The request as Bolt's Starlette adapter builds it, or None where building it fails.
+
+    Building it only parses the body and pulls the team, user and channel ids out of it, in
+    code that takes each field's type for granted (`"id" in team`, `authorizations[0]`); so
+    an exception here means a payload of the wrong shape, never an outage.
+    """
+    try:
+        return AsyncBoltRequest(
+            body=text,
+            query=request.query_params,  # type: ignore[arg-type]
+            headers=request.headers,  # type: ignore[arg-type]
+        )
+    except Exception:
+        return None
+
+
+def refused() -> Response:
+    return JSONResponse({"error": "invalid signature or stale timestamp"}, status_code=401)
+
+
+def malformed() -> Response:
+    return JSONResponse({"error": "malformed body"}, status_code=400)

@@ -9,7 +9,11 @@ rules (https://docs.slack.dev/apis/events-api/using-socket-mode/):
   that delivery is the same turn (its id comes from the message). A dispatch that fails (the
   database) is not acknowledged either, as a 5xx is Slack's cue to retry.
 - A payload of a shape Slack never sends (`bot.payload_shape`), or one no listener takes, is
-  acknowledged and does nothing, as over HTTP, so that Slack does not send it again and again.
+  acknowledged and does nothing, as over HTTP, so that Slack does not send it again and again;
+  so is an envelope whose payload is not a JSON object at all (`null`), which slack_sdk's own
+  parsing refuses with an exception before any listener sees it (`_Client`).
+- While the database is away a dispatch answers 503: the envelope is left unacknowledged, and
+  the outage is logged once by the runtime's `OutageLog`, not once per envelope.
 - The app-level token is tried once at start (`apps.connections.open`): a refused one is a
   `SocketModeError` naming `SLACK_APP_TOKEN`, never a retry loop. From then on slack_sdk's
   aiohttp client keeps the connection: it opens a new URL when Slack sends `disconnect`, when the
@@ -92,7 +96,7 @@ class SocketModeConnection:
         """Open the first connection (reconnecting is the client's own work from then on)."""
         if self._url is None:
             await self.check_token()
-        self.client = SocketModeClient(
+        self.client = _Client(
             app_token=self._token,
             web_client=self.bot.client,
             ping_interval=self.ping_interval,
@@ -144,12 +148,32 @@ class SocketModeConnection:
             await _acknowledge(socket_client, request)
         elif response.status < 300:
             await _acknowledge(socket_client, request, _response_payload(request, response))
+        elif response.status == 503:
+            log.debug("an envelope waits for the database; not acknowledged")
         else:
             log.warning(
                 "an envelope failed (status %s); not acknowledged, so Slack delivers it again",
                 response.status,
                 extra={"envelope_type": request.type},
             )
+
+
+class _Client(SocketModeClient):
+    """slack_sdk's client, but an envelope whose payload is not an object is acknowledged and
+    ignored: slack_sdk builds its `SocketModeRequest` before any listener runs, and that raises
+    on such a payload (logged as a failure, never acknowledged, so delivered again)."""
+
+    async def run_message_listeners(self, message: dict[str, Any], raw_message: str) -> None:
+        envelope = message.get("envelope_id")
+        if envelope is not None and not isinstance(message.get("payload"), dict):
+            log.info(
+                "ignored an envelope whose payload is not an object; acknowledged",
+                extra={"envelope_type": message.get("type")},
+            )
+            with contextlib.suppress(ConnectionError, aiohttp.ClientError):
+                await self.send_socket_mode_response(SocketModeResponse(envelope_id=envelope))
+            return
+        await super().run_message_listeners(message, raw_message)
 
 
 async def run_socket_mode(
@@ -195,7 +219,7 @@ async def _before(work: Coroutine[Any, Any, Any], stopping: asyncio.Task[Any]) -
 
 def _bolt_request(request: SocketModeRequest) -> AsyncBoltRequest | None:
     """The request as Bolt's Socket Mode adapter builds it (retries named as over HTTP), or None
-    where building it fails on a payload of the wrong shape (see `SlackBot._bolt_request`)."""
+    where building it fails on a payload of the wrong shape (`request_checks.bolt_request_of`)."""
     headers: dict[str, str] = {}
     if request.retry_attempt:
         headers["x-slack-retry-num"] = str(request.retry_attempt)

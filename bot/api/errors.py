@@ -22,7 +22,9 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import ValidationError
-from starlette.responses import JSONResponse
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 
 from agent import (
     ResumeAuthorizationError,
@@ -94,6 +96,17 @@ def engine_error(err: Exception) -> ApiError | None:
             )
         case _:
             return None
+
+
+ROUTING = {404: "not found", 405: "method not allowed"}
+
+
+async def routing_error(request: Request, exc: Exception) -> Response:
+    """Starlette's own refusals (an unknown path, a wrong method) in the JSON shape every other
+    answer has, with their headers (`Allow` for a 405); registered for the whole app."""
+    assert isinstance(exc, HTTPException)
+    message = ROUTING.get(exc.status_code, exc.detail)
+    return JSONResponse({"error": message}, status_code=exc.status_code, headers=exc.headers)
 
 
 def response(err: ApiError) -> JSONResponse:

@@ -37,14 +37,20 @@ def _ref(name: str) -> dict[str, Any]:
     return {"$ref": REF.format(model=name)}
 
 
+STREAM = (
+    " With `Accept: text/event-stream`: frames `id: <seq>` / `event: <type>` / `data: <json "
+    "event>`; live deltas without an id; `: ping` comments while idle; when the server shuts "
+    "down, a last `event: closing` frame (`reason`, `last_seq`): reconnect with Last-Event-ID."
+)
+"""What a streamed answer holds. A media type object has no `description` in OpenAPI 3.1, so
+it is said in the response's own."""
+
+
 def _answer(description: str, schema: str, *, stream: bool = False) -> dict[str, Any]:
     content: dict[str, Any] = {JSON: {"schema": _ref(schema)}}
     if stream:
-        content[SSE] = {
-            "schema": {"type": "string"},
-            "description": "Frames `id: <seq>` / `event: <type>` / `data: <json event>`; live "
-            "deltas without an id; `: ping` comments while idle.",
-        }
+        content[SSE] = {"schema": {"type": "string"}}
+        description += STREAM
     return {"description": description, "content": content}
 
 

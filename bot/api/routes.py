@@ -2,7 +2,8 @@
 
 Every route but `/openapi.json` authenticates first (401 before anything is read), then checks
 what the path, query and headers say (400), then reads the body (400 / 413 / 422), then asks the
-engine. While the API is off (no `API_TOKENS`) every route answers 404, as an unknown path does.
+engine. While the API is off (no `API_TOKENS`) every route answers 404, as an unknown path does;
+a wrong method is a 405 in the same JSON shape (`errors.routing_error`, for the whole app).
 """
 
 from __future__ import annotations
@@ -131,7 +132,10 @@ async def get_turn(service: ApiService, caller: Caller, request: Request) -> Res
 
 
 async def get_events(service: ApiService, caller: Caller, request: Request) -> Response:
-    where = await service.existing(caller, request.path_params["key"])
+    # Any session of the caller's team, with or without a turn yet: a client subscribes first
+    # and misses nothing of the first turn (another team's key is another session, so this
+    # reveals nothing either).
+    where = service.address(caller, request.path_params["key"])
     after = _after(request)
     if _wants_stream(request):
         frames = service.event_stream(where, after)

@@ -102,13 +102,24 @@ class TurnOut(_Out):
     session: str
     turn_id: str
     status: Literal["queued", "running", "suspended", "completed", "failed", "cancelled"]
-    text: str
+    text: str = Field(
+        description="Exactly what the model said: a completed turn's last reply; for a "
+        "suspended, cancelled or failed turn, its replies so far (joined by a blank line). "
+        "Never filled in for the model: an empty reply stays empty (see `note`)."
+    )
     error: str | None
     reason: str | None
     request: dict[str, Any] | None
-    usage: UsageOut
+    usage: UsageOut = Field(description="Summed over every model step of the turn so far.")
     replayed: bool
     poll: str
+    note: str | None = Field(
+        description="Set only when a completed turn's last reply is empty: what the turn did "
+        "instead, each tool call with its outcome (`ok`, `failed`, `denied`, `expired`, "
+        "`cancelled`, `not run: awaits confirmation`), e.g. `The agent added nothing after its "
+        "tool calls: lookup_order (ok), issue_refund (denied).`, or `The agent had nothing to "
+        "add.` Show it where the reply would have been."
+    )
 
 
 class EventOut(BaseModel):

@@ -113,10 +113,14 @@ class ApiService:
         self.streams = 0
         """Event streams open now (each holds one subscription to the hub)."""
         self._open = True
+        self._closing = asyncio.Event()
 
     def close(self) -> None:
-        """Open streams end at their next poll; new ones end at once."""
+        """The server is stopping: open streams end at their next poll with a `closing` frame
+        (new ones at once), and a POST waiting on its turn answers with the turn as it stands
+        (a 202 to poll), so that none holds the process for its whole grace period."""
         self._open = False
+        self._closing.set()
 
     def is_open(self) -> bool:
         return self._open
@@ -181,13 +185,20 @@ class ApiService:
         return turn_id
 
     async def wait(self, where: Addressed, turn_id: str, seconds: float) -> TurnResult:
-        """The turn once it ends or parks, or as it stands after `seconds`."""
-        if seconds > 0:
+        """The turn once it ends or parks, or as it stands after `seconds` (or once the API
+        closes, whichever is first)."""
+        if seconds > 0 and self._open:
+            ended = asyncio.ensure_future(where.session.result(turn_id))
+            closing = asyncio.ensure_future(self._closing.wait())
             try:
-                async with asyncio.timeout(seconds):
-                    return await where.session.result(turn_id)
-            except TimeoutError:
-                pass
+                await asyncio.wait(
+                    {ended, closing}, timeout=seconds, return_when=asyncio.FIRST_COMPLETED
+                )
+            finally:
+                closing.cancel()
+                ended.cancel()
+            if ended.done() and not ended.cancelled():
+                return ended.result()
         return await self.turn(where, turn_id)
 
     async def turn(self, where: Addressed, turn_id: str) -> TurnResult:
@@ -205,6 +216,7 @@ class ApiService:
                 "turn_id": result.turn_id,
                 "replayed": result.replayed,
                 "poll": where.poll(result.turn_id),
+                "note": result.note,
             }
         )
 

@@ -5,7 +5,9 @@ it saw as `Last-Event-ID` and gets exactly what followed; a live delta has no `i
 in the log: a reconnect could not ask for it again) and says `"live": true` in its data. An
 idle stream gets a `: ping` comment every `heartbeat` seconds, so proxies keep it open. The
 stream ends when the client goes away (Starlette cancels it; the feed's subscription goes with
-it), when `until` says the event just sent was the last one wanted, or when the API closes.
+it), when `until` says the event just sent was the last one wanted, or when the API closes: the
+server is stopping, and the last frame is `event: closing` (the reason, and the `last_seq` sent),
+so the reader knows to reconnect with `Last-Event-ID`, to this process's successor or another.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from bot.api.feed import Feed
 EventJson = Callable[[TurnEvent], dict[str, Any]]
 RETRY_MS = 2000
 """What a browser's `EventSource` waits before it reconnects."""
+CLOSING = "the server is shutting down; reconnect with Last-Event-ID to go on from here"
 
 
 def frame(data: dict[str, Any], *, event: str, seq: int | None = None) -> str:
@@ -77,3 +80,4 @@ async def stream(
                     last.append(await ending())
                 yield "".join(last)
                 return
+        yield frame({"reason": CLOSING, "last_seq": feed.cursor}, event="closing")

@@ -206,7 +206,9 @@ class SocketModeStandIn:
     # what Slack sends ----------------------------------------------------------------------
 
     async def send(self, kind: EnvelopeType, payload: dict[str, Any]) -> Envelope:
-        """Deliver an envelope now on the newest connection, or on the next one opened."""
+        """Deliver an envelope now on the newest connection, or on the next one opened (a
+        test may send a payload that is not an object, which Slack never does, to see it
+        refused)."""
         envelope = Envelope(
             envelope_id=str(uuid.uuid4()),
             type=kind,
@@ -214,7 +216,7 @@ class SocketModeStandIn:
             # What Slack lets an app answer in its ack: a slash command's message, a view
             # submission's `response_action`; not an event nor a click.
             accepts_response_payload=kind == "slash_commands"
-            or payload.get("type") == "view_submission",
+            or (isinstance(payload, dict) and payload.get("type") == "view_submission"),
         )
         self.envelopes.append(envelope)
         await self._deliver(envelope, "")

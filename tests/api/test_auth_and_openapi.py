@@ -147,3 +147,15 @@ def test_tokens_are_secrets_the_logs_scrub() -> None:
         root.setLevel(level)
     assert "header was Bearer" in written.getvalue()
     assert BY_USER["alice"] not in written.getvalue()
+
+
+def test_the_description_is_valid_openapi_3_1() -> None:
+    """Checked by a real validator (the OpenAPI 3.1 schema and its JSON Schema dialect), as a
+    client generator would read it, not only by the shapes the contract test looks at."""
+    from openapi_spec_validator import OpenAPIV31SpecValidator
+
+    from bot.api.openapi import description
+
+    served = json.loads(json.dumps(description()))
+    errors = [error.message for error in OpenAPIV31SpecValidator(served).iter_errors()]
+    assert errors == []

@@ -88,3 +88,28 @@ async def test_half_a_surrogate_pair_is_replaced_not_a_500(db_url, api, clients)
     assert answer.status_code == 200
     turns = await bot.turns("api:T0DEMO:s")
     assert turns[0].input.text == "hi \ufffd there"
+
+
+async def test_a_wrong_method_or_an_unknown_path_answers_json(db_url, api) -> None:
+    """Every refusal is the API's JSON shape, Starlette's routing ones included (no client
+    with the contract hook: these routes and statuses are, rightly, not described)."""
+    from tests.api.conftest import BY_USER, client
+
+    bot = await api(db_url, AGENT, ScriptedModel(SIMPLE))
+    headers = {"Authorization": f"Bearer {BY_USER['alice']}"}
+    async with client(bot.server.url, headers=headers) as http:
+        for method, path, allowed in [
+            ("DELETE", "/sessions/s/turns", "POST"),
+            ("GET", "/sessions/s/cancel", "POST"),
+            ("POST", "/sessions/s/events", "GET"),
+            ("PUT", "/openapi.json", "GET"),
+            ("GET", "/slack/events", "POST"),
+        ]:
+            answer = await http.request(method, path)
+            assert answer.status_code == 405, (method, path)
+            assert answer.headers["content-type"].startswith("application/json")
+            assert answer.json() == {"error": "method not allowed"}
+            assert allowed in answer.headers["allow"]
+        unknown = await http.get("/no/such/path")
+        assert unknown.status_code == 404
+        assert unknown.json() == {"error": "not found"}

@@ -145,8 +145,21 @@ async def test_a_stream_sees_a_resumed_turn_live(db_url, api, clients) -> None:
     assert all(f.id > cursor for f in got if f.id)
 
 
-async def test_a_stream_of_a_session_that_does_not_exist_is_a_404(db_url, api, clients) -> None:
+async def test_a_client_subscribes_before_the_sessions_first_turn(db_url, api, clients) -> None:
+    """The events of a session that has had no turn yet: an empty log (JSON), or a stream
+    that delivers the first turn's events as they come, so nothing is missed in between."""
     bot = await api(db_url, AGENT, ScriptedModel(PAY))
     alice = clients(bot, "alice")
-    async with alice.stream("GET", "/sessions/none/events", headers=SSE) as response:
-        assert response.status_code == 404
+    assert (await alice.get("/sessions/new/events")).json() == {"events": [], "last_seq": 0}
+    async with alice.stream("GET", "/sessions/new/events", headers=SSE) as response:
+        assert response.status_code == 200
+        lines = response.aiter_lines()
+        assert (await anext(lines)).startswith("retry:")  # subscribed from here on
+        started = asyncio.create_task(
+            alice.post("/sessions/new/turns", json={"text": "refund", "turn_id": "t1"})
+        )
+        got = await _read_until(lines, lambda f: f.event == "input.requested")
+        assert (await started).json()["status"] == "suspended"
+    log = (await alice.get("/sessions/new/events")).json()["events"]
+    assert [f.id for f in got if f.id is not None] == [e["seq"] for e in log]
+    assert got[0].event == "turn.started"

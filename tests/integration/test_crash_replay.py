@@ -175,7 +175,7 @@ async def test_cancel_is_durable_across_sigkill_and_recovery(sql_url: str, tmp_p
         await children.kill(proc)
     runs_before = read_runs(run_log)
     lines = await _complete(sql_url, "T1", run_log, "--recover-only")
-    assert lines[-1] == "RESULT cancelled "
+    assert lines[-1] == "RESULT cancelled Let me check."
     assert read_runs(run_log) == runs_before, "nothing ran after the cancel"
     transcript, _steps, event_types, orders = await _final_state(sql_url)
     assert [type(m) for m in transcript] == [

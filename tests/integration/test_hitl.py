@@ -72,7 +72,8 @@ async def test_park_in_one_process_resume_in_another(
     sql_store: Any, sql_url: str, tmp_path: Path
 ) -> None:
     run_log = tmp_path / "runs.log"
-    assert (await _child(sql_url, run_log, "start", "T1"))[-1] == "RESULT suspended "
+    parked = await _child(sql_url, run_log, "start", "T1")
+    assert parked[-1] == "RESULT suspended Asking for approval."
     session = await sql_store.get_session("hitl:s")
     assert session.status == "suspended"
     checkpoint = session.pending

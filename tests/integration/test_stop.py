@@ -162,7 +162,7 @@ async def test_a_stop_committed_by_a_process_that_died_is_applied_by_the_next_wo
 ) -> None:
     run_log = tmp_path / "runs.log"
     parked = await children.finish(await _child(sql_url, run_log, "start", "T1"))
-    assert parked[-1] == "RESULT suspended "
+    assert parked[-1] == "RESULT suspended Asking for approval."
 
     stopper = await _child(sql_url, run_log, "stop", "T1", "U1")
     try:
@@ -187,7 +187,7 @@ async def test_a_stop_committed_by_a_process_that_died_is_applied_by_the_next_wo
         await store.close()
 
     recovered = await children.finish(await _child(sql_url, run_log, "recover", "T1"))
-    assert recovered[-1] == "RESULT cancelled "
+    assert recovered[-1] == "RESULT cancelled Asking for approval."
     assert read_runs(run_log) == ["before"], "the parked tool never ran again"
     store = await SqlStore.open(sql_url)
     try:

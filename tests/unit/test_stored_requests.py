@@ -259,7 +259,11 @@ async def test_a_park_stores_what_the_dict_code_stored() -> None:
     checkpoint = dict(record.pending)
     assert isinstance(checkpoint.pop("parked_at"), float)
     assert _canonical(checkpoint) == _canonical(OLD_CHECKPOINT)
-    assert _canonical(parked.to_json()) == _canonical(OLD_RESULT)
+    # Issue 28: a parked turn's result says what the model said before it parked, and counts
+    # the tokens of its model steps (it said "" and 0).
+    usage = {**OLD_RESULT["usage"], "input_tokens": 10, "output_tokens": 5}
+    said = {"text": "Asking for approval.", "usage": usage}
+    assert _canonical(parked.to_json()) == _canonical({**OLD_RESULT, **said})
     [requested] = [e for e in await store.read_events("s1") if e.type == "input.requested"]
     assert event_to_json(requested) == OLD_INPUT_EVENT
     assert pending == parked.request == InputRequest.model_validate(OLD_REQUEST)
