@@ -18,6 +18,9 @@ from slack_sdk.signature import SignatureVerifier
 from bot.testing.http import local_client
 from bot.testing.standin import SlackStandIn
 
+_MESSAGE_TS = itertools.count(1)
+"""Shared by every driver of the process (see `new_ts`)."""
+
 DOMAIN = "demo"
 """The stand-in workspace's domain (`demo.slack.com`)."""
 
@@ -56,7 +59,6 @@ class DriverCore:
         self.api_app_id = api_app_id
         self.http = local_client(timeout=timeout)
         self._ids = itertools.count(1)
-        self._ts = itertools.count(1)
         self._base = int(time.time()) - 10_000
 
     async def aclose(self) -> None:
@@ -69,7 +71,10 @@ class DriverCore:
         await self.aclose()
 
     def new_ts(self) -> str:
-        return f"{self._base}.{next(self._ts):06d}"
+        """A message ts no driver of this process has used: Slack never gives two messages of a
+        channel one ts, and the bot takes a repeated one for a redelivery of the same message
+        (two drivers made in the same second once collided, and the second message was lost)."""
+        return f"{self._base}.{next(_MESSAGE_TS):06d}"
 
     def trigger(self, user: str) -> str:
         """A new `trigger_id`, issued (where there is a stand-in) as Slack issues one with each
