@@ -70,10 +70,12 @@ class SessionRenderer:
         clock: Callable[[], float] = time.time,
         leased_at: float | None = None,
         home: HomeTab | None = None,
+        usable: Callable[[], bool] = lambda: True,
     ) -> None:
         """`leased_at`: when (`time.monotonic()`, taken before the write) the caller acquired
         the session's delivery lease for this renderer; from then on every Slack call is made
-        under the lease. None: the caller holds no lease (a one-off notice)."""
+        under the lease. None: the caller holds no lease (a one-off notice). `usable`: whether
+        `client`'s token is still good (`SlackClients.usable`), asked before every call."""
         self.key = key
         self.target = target
         self.store = store
@@ -85,7 +87,12 @@ class SessionRenderer:
             delivery, key=key, owner=owner, ttl=settings.lease_ttl, leased_at=leased_at
         )
         self.slack = SlackThread(
-            key=key, target=target, client=client, delivery=delivery, lease=self.lease
+            key=key,
+            target=target,
+            client=client,
+            delivery=delivery,
+            lease=self.lease,
+            usable=usable,
         )
         self.status = ThreadStatus(self.slack, target)
         self.replies = ReplyWriter(
@@ -138,8 +145,12 @@ class SessionRenderer:
         dirty = self.replies.dirty
         timeout = self.settings.flush_interval if dirty else self.settings.poll_interval
         batch: list[tuple[TurnEvent, int | None]] = []
+        # `asyncio.timeout`, not `wait_for`: on Python 3.11 a `wait_for` whose inner get()
+        # completes in the same loop iteration as a cancellation returns the item and swallows
+        # the cancellation, and the pool's shutdown then waited on a renderer that went on.
         with contextlib.suppress(TimeoutError):
-            batch.append(await asyncio.wait_for(self.queue.get(), timeout))
+            async with asyncio.timeout(timeout):
+                batch.append(await self.queue.get())
         while not self.queue.empty():
             batch.append(self.queue.get_nowait())
         return batch

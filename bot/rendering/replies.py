@@ -27,7 +27,7 @@ from bot.rendering.parts import (
     UpdatePart,
 )
 from bot.rendering.thread import SlackThread
-from bot.slack_calls import RateLimited, Refused, StreamGone, Uncertain, call
+from bot.slack_calls import RateLimited, Refused, StreamGone, Uncertain, Unreachable, call
 from storage.delivery.store import DeliveryStore, Post, PostUpdate
 
 log = logging.getLogger(__name__)
@@ -237,7 +237,7 @@ class ReplyWriter:
         try:
             ts = await self.slack.patient("open", part.open)
         except Refused as refused:
-            if not isinstance(part, StreamPart):
+            if not isinstance(part, StreamPart) or isinstance(refused, Unreachable):
                 raise
             log.info("streaming refused; posting and editing instead", extra={"code": refused.code})
             self.streaming = False
@@ -271,7 +271,7 @@ class ReplyWriter:
         """The stream stopped accepting appends: keep going in the same message by editing it."""
         if part.mode == "stream" and part.ts:
             ts = part.ts
-            await self.slack.lease.fence()
+            await self.slack.guard("chat.stopStream")
             with contextlib.suppress(Refused, Uncertain, RateLimited):
                 await call(
                     "chat.stopStream",
