@@ -80,6 +80,19 @@ class ReplyWriter:
         self._changes = {}
         return changes
 
+    def saved_body(self, post: Post) -> dict[str, Any]:
+        """What `post` shows as of now: its body in this batch's changes if it changed since
+        the last save (not yet in the store), else the stored one."""
+        change = self._changes.get(post.post_key)
+        return change.body if change is not None and change.body is not None else post.body
+
+    def keep(self, post_key: str, body: dict[str, Any]) -> None:
+        """Save a message's new body with the batch (an edit made outside its own part)."""
+        change = self._changes.get(post_key)
+        state = change.state if change is not None else None
+        mode = change.mode if change is not None else None
+        self._changes[post_key] = PostUpdate(post_key=post_key, body=body, state=state, mode=mode)
+
     @property
     def part_open(self) -> bool:
         return self.view is not None and self.view.part is not None
@@ -162,8 +175,9 @@ class ReplyWriter:
             # The last words of a long turn go to a new message, not to an expired stream.
             chunks, _ = current.take_pending()
             await self._finish(current, None)
+            taken = current.taken
             current = await self.part(view)
-            current.adopt(chunks)
+            current.adopt(chunks, taken)
             view.part = None
         return await self._finish(current, footer, blocks=blocks, session_status=session_status)
 
@@ -291,7 +305,7 @@ class ReplyWriter:
         view.part = None
         await self._finish(part, None)
         fresh = await self.part(view)
-        fresh.adopt(chunks)
+        fresh.adopt(chunks, part.taken)
         return fresh
 
     # after a crash -------------------------------------------------------------------------
