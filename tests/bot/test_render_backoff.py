@@ -12,7 +12,8 @@ import logging
 from agent import TurnStatus
 from bot.inbound import session_key
 from bot.rendering import RenderSettings
-from tests.bot.agents import AGENT, SIMPLE, model
+from bot.slack_clients import UNINSTALLED
+from tests.bot.agents import AGENT, GATE, LONG, SIMPLE, model
 from tests.bot.harness import eventually
 
 CHANNEL = "C0BACK"
@@ -87,3 +88,28 @@ async def test_each_failure_in_a_row_waits_longer_whichever_worker_takes_it_up(
         if r.name == POOL_LOG and r.levelno >= logging.WARNING and "Slack error" in r.getMessage()
     ]
     assert len(warned) == 1, [r.getMessage() for r in warned]
+
+
+async def test_a_token_slack_refuses_stops_the_turns_and_nothing_more_is_sent(
+    db_url, launch, standin
+):
+    """Slack refuses the token mid-turn (a process that never heard of the uninstall): the
+    renderer neither retries nor posts the reply another way, and the turn is stopped, as an
+    uninstall stops it."""
+    GATE.clear()
+    standin.fail("chat.startStream", "error:invalid_auth")
+    app = await launch(db_url, AGENT, model(LONG))
+    ts = await app.slack.mention("U0ALICE", "do the long thing", channel=CHANNEL)
+    key = session_key("T0DEMO", CHANNEL, ts)
+
+    async def stopped() -> bool:
+        turns = await app.turns(key)
+        return bool(turns) and turns[0].status == TurnStatus.CANCELLED
+
+    await eventually(stopped, within=30, what="the turn was stopped")
+    [turn] = await app.turns(key)
+    assert turn.cancel_reason == UNINSTALLED
+    await eventually(lambda: _idle(app, key), within=30)
+    refused = [c for c in standin.calls if c.response.get("error") == "invalid_auth"]
+    assert [c.method for c in refused] == ["chat.startStream"]
+    assert standin.calls_to("chat.postMessage") == []  # not posted another way either
