@@ -54,12 +54,20 @@ class ActionRequested(_Event):
     call: ToolCall
 
 
+def _unless_true(value: object) -> bool:
+    return value is not True
+
+
 class ActionCompleted(_Event):
     type: Literal["action.completed"] = "action.completed"
     call_id: str
     name: str
     result: JsonValue = None
     error: str | None = None
+    cancel_requested: bool = Field(default=False, exclude_if=_unless_true)
+    """The turn had been asked to stop by the time the call returned: what it returned may be
+    cut short by that (a long tool watching `ctx.cancellation`), so a surface need not show it
+    as done. Only stored when true."""
 
 
 class InputRequested(_Event):

@@ -280,6 +280,7 @@ class ToolStepRunner:
             name=call.name,
             result=None if error is not None else value,
             error=error,
+            cancel_requested=turn.cancellation.cancelled,
         )
         events = [event, *extra.pop("events", ())]
         return StepCommit(

@@ -3,8 +3,18 @@
     SlackCallError
     ├── RateLimited   429: nothing was applied; wait `retry_after` and send the same call again
     ├── Uncertain     5xx or the connection failed: the call may or may not have been applied
+    ├── TokenGone     `invalid_auth`, `token_revoked`, `account_inactive`: the token is dead;
+    │                 no call made with it will ever succeed (the app was uninstalled, its bot
+    │                 token revoked, the workspace or bot deactivated)
     └── Refused       `ok: false`: Slack applied nothing and says why (`code`)
-        └── StreamGone   `message_not_in_streaming_state`: the stream ended (expired or stopped)
+        ├── StreamGone    `message_not_in_streaming_state`: the stream ended (expired or stopped)
+        └── Unreachable   `thread_not_found`, `channel_not_found`, `not_in_channel`,
+                          `is_archived`: the conversation cannot be written to or read; sending
+                          the same call again cannot succeed until a person changes something
+
+`TokenGone` is no `Refused`: the places that shrug off a refusal (a status line Slack does not
+take, a stream refused in favour of a posted message) must not go on to the next call with a
+dead token.
 
 slack-sdk's `AsyncRateLimitErrorRetryHandler` is installed on the client (it is off by default),
 so short 429 bursts are absorbed there, honouring Retry-After; what gets through it surfaces
@@ -32,6 +42,8 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 STREAM_GONE = "message_not_in_streaming_state"
+TOKEN_GONE = frozenset({"invalid_auth", "token_revoked", "account_inactive"})
+UNREACHABLE = frozenset({"thread_not_found", "channel_not_found", "not_in_channel", "is_archived"})
 
 
 class SlackCallError(Exception):
@@ -57,6 +69,14 @@ class Refused(SlackCallError):
 
 class StreamGone(Refused):
     """The streamed message no longer accepts appends."""
+
+
+class Unreachable(Refused):
+    """The thread or channel is gone or closed to the bot: a permanent refusal."""
+
+
+class TokenGone(SlackCallError):
+    """The token the call was made with is dead: nothing sent with it can succeed."""
 
 
 @dataclass(frozen=True)
@@ -121,6 +141,10 @@ def translate(method: str, err: SlackApiError) -> SlackCallError:
     code = str(data.get("error", "unknown_error")) if isinstance(data, dict) else "unknown_error"
     if code == STREAM_GONE:
         return StreamGone(method, code)
+    if code in TOKEN_GONE:
+        return TokenGone(method, code)
+    if code in UNREACHABLE:
+        return Unreachable(method, code)
     return Refused(method, code)
 
 

@@ -54,6 +54,12 @@ class SlackClients(Protocol):
         """Drop what is cached for `team` (its tokens were just removed)."""
         ...
 
+    def usable(self, team: str, client: AsyncWebClient) -> bool:
+        """Whether `client`, handed out earlier for `team`, still speaks for it: False once its
+        token was forgotten (an uninstall, a revoked token) or replaced, so work begun with it
+        (a renderer mid-turn) makes no further call with a dead token."""
+        ...
+
 
 class SingleToken:
     """One bot token, one workspace: the client is the same whoever asks."""
@@ -66,6 +72,9 @@ class SingleToken:
 
     def forget(self, team: str) -> None:
         return None
+
+    def usable(self, team: str, client: AsyncWebClient) -> bool:
+        return client is self.client
 
 
 class InstalledClients:
@@ -111,3 +120,9 @@ class InstalledClients:
 
     def forget(self, team: str) -> None:
         self._clients.pop(team, None)
+
+    def usable(self, team: str, client: AsyncWebClient) -> bool:
+        """Only the client this cache holds for the team now: `forget` (the uninstall's own
+        process, at once) or a changed token (found on the next look-up) retires the others."""
+        cached = self._clients.get(team)
+        return cached is not None and cached[1] is client

@@ -21,6 +21,10 @@ class RenderSettings:
     flush_chars: int = 400
     poll_interval: float = 1.0
     lease_ttl: float = 30.0
+    backoff_base: float = 1.0
+    """After a session's rendering stopped on an error, the first wait before it is tried again
+    (doubled at each failure in a row; `bot.rendering.backoff`)."""
+    backoff_cap: float = 300.0
 
 
 class LeaseLost(Exception):

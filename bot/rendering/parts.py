@@ -4,6 +4,7 @@ and then edited with throttled `chat.update`.
 Every way of showing a reply speaks one dialect, standard Markdown (`markdown_text`, as streams
 do): an edit that sent `text` alone would leave a streamed message's blocks in place, changing
 nothing a person sees, and Slack's older `mrkdwn` would show the model's Markdown literally.
+A reply's tool calls are task cards however it is shown (`bot.rendering.content`).
 
 A part keeps what it has shown (`shown`), how much of that is durable (`durable`: backed by
 committed events, or final because the part was closed) and the timeline of tool calls. Only the
@@ -15,18 +16,35 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from slack_sdk.models.messages.chunk import Chunk, MarkdownTextChunk, TaskUpdateChunk
 from slack_sdk.web.async_chat_stream import AsyncChatStream
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.rendering.content import (
+    CHUNK_FIELDS,
+    MAX_OUTPUT,
+    STATUS_TASK,
+    TASK_MARKS,
+    PartContent,
+    chunk_for,
+    message_body,
+)
 from bot.slack_calls import call
 
-TASK_MARKS = {"complete": "✓", "error": "✗", "in_progress": "…", "pending": "·"}
-STATUS_TASK = "status"
-MAX_TEXT = 11_000  # Slack takes about 12,000 characters per markdown_text / text
+__all__ = [
+    "STATUS_TASK",
+    "TASK_MARKS",
+    "PartContent",
+    "ReplyPart",
+    "StreamPart",
+    "Target",
+    "UpdatePart",
+    "metadata_for",
+]
+"""(`STATUS_TASK`, `TASK_MARKS` and `PartContent` live in `bot.rendering.content`.)"""
 
 
 @dataclass
@@ -37,38 +55,6 @@ class Target:
     channel: str
     thread_ts: str | None
     user_id: str | None = None
-
-
-@dataclass
-class PartContent:
-    shown: str = ""
-    durable: int = 0
-    tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-    def body(self) -> dict[str, Any]:
-        return {"text": self.shown[: self.durable], "tasks": list(self.tasks.values())}
-
-    @classmethod
-    def from_body(cls, body: dict[str, Any]) -> PartContent:
-        text = str(body.get("text", ""))
-        tasks = {str(t["id"]): dict(t) for t in body.get("tasks", []) if "id" in t}
-        return cls(shown=text, durable=len(text), tasks=tasks)
-
-
-def render_text(text: str, tasks: list[dict[str, Any]], footer: str | None = None) -> str:
-    """A part as plain message text: what `chat.update` shows where there is no stream."""
-    lines = [text.strip()] if text.strip() else []
-    steps = [
-        f"{TASK_MARKS.get(t.get('status', ''), '·')} {t.get('title', '')}"
-        + (f" — {t['output']}" if t.get("output") and t.get("status") == "error" else "")
-        for t in tasks
-        if t.get("id") != STATUS_TASK
-    ]
-    if steps:
-        lines.append("\n".join(steps))
-    if footer:
-        lines.append(footer)
-    return ("\n\n".join(lines) or "…")[:MAX_TEXT]
 
 
 def metadata_for(post_key: str) -> dict[str, Any]:
@@ -100,6 +86,8 @@ class ReplyPart:
         self.stale = False
         """The message must be rewritten whole (it no longer matches what was sent)."""
         self.closed = False
+        self.taken: dict[str, dict[str, Any]] = {}
+        """The task entries the last `take_pending` handed on (for `adopt`)."""
 
     # content -------------------------------------------------------------------------------
 
@@ -133,12 +121,19 @@ class ReplyPart:
     def mark_durable(self) -> None:
         self.content.durable = len(self.content.shown)
 
-    def task(self, task_id: str, title: str, status: str, output: str | None = None) -> None:
+    def task(
+        self, task_id: str, title: str, status: str, output: str | None = None, **notes: Any
+    ) -> None:
+        """Show a tool call's state (`notes`: kept with it, never sent; None drops one)."""
         entry: dict[str, Any] = {"id": task_id, "title": title, "status": status}
         if output:
-            entry["output"] = output[:200]
+            entry["output"] = output[:MAX_OUTPUT]
+        previous = self.content.tasks.get(task_id, {})
+        kept = {k: v for k, v in previous.items() if k not in CHUNK_FIELDS}
+        kept.update(notes)
+        entry.update({k: v for k, v in kept.items() if v is not None})
         self.content.tasks[task_id] = entry
-        self.pending.append(TaskUpdateChunk(**entry))
+        self.pending.append(chunk_for(entry))
 
     def take_pending(self) -> tuple[list[Chunk], str]:
         """Hand what is not sent yet to the next part (a rollover), with its text."""
@@ -146,17 +141,24 @@ class ReplyPart:
         text = "".join(c.text for c in chunks if isinstance(c, MarkdownTextChunk))
         if text:
             self.content.shown = self.content.shown[: len(self.content.shown) - len(text)]
+        self.taken = {}
         for chunk in chunks:
             if isinstance(chunk, TaskUpdateChunk) and chunk.id in self.content.tasks:
-                del self.content.tasks[chunk.id]
+                self.taken[chunk.id] = self.content.tasks.pop(chunk.id)
         return chunks, text
 
-    def adopt(self, chunks: list[Chunk]) -> None:
+    def adopt(self, chunks: list[Chunk], taken: dict[str, dict[str, Any]] | None = None) -> None:
+        """Take over chunks another part had not sent (`take_pending`), with their notes."""
         for chunk in chunks:
             if isinstance(chunk, MarkdownTextChunk):
                 self.add_text(chunk.text)
             elif isinstance(chunk, TaskUpdateChunk):
-                self.task(chunk.id, chunk.title, chunk.status, chunk.output)
+                notes = {
+                    k: v
+                    for k, v in (taken or {}).get(chunk.id, {}).items()
+                    if k not in CHUNK_FIELDS
+                }
+                self.task(chunk.id, chunk.title, chunk.status, chunk.output, **notes)
 
     @property
     def dirty(self) -> bool:
@@ -167,10 +169,15 @@ class ReplyPart:
 
     def end_unfinished_tasks(self, why: str) -> None:
         """A turn that ended (stopped, superseded, failed) leaves calls that never ran or never
-        reported: shown as not run, never as still running in a reply that has ended."""
+        reported: shown as not run, never as still running in a reply that has ended. A call
+        that returned only after the turn was asked to stop (`cut`) says it was stopped."""
         for task_id, task in list(self.content.tasks.items()):
-            if task_id != STATUS_TASK and task.get("status") in ("in_progress", "pending"):
+            if task_id == STATUS_TASK or task.get("waits"):
+                continue  # a request's own line says how it ended (`bot.rendering.waiting`)
+            if task.get("status") in ("in_progress", "pending"):
                 self.task(task_id, task["title"], "error", f"not run: {why}")
+            elif task.get("cut"):
+                self.task(task_id, task["title"], "error", why)
 
     def finish_status_task(self) -> None:
         status = self.content.tasks.get(STATUS_TASK)
@@ -196,16 +203,12 @@ class ReplyPart:
         stop also sets the agent session's `session_status`. True if it did."""
         raise NotImplementedError
 
-    def full_text(self, footer: str | None = None) -> str:
-        return render_text(self.content.shown, list(self.content.tasks.values()), footer)
-
-    async def repair(self, ts: str, footer: str | None = None) -> None:
+    async def repair(self, ts: str) -> None:
         """Make the message show exactly the durable body (after a crash or a lost append)."""
-        body = self.content.body()
-        text = render_text(body["text"], body["tasks"], footer)
+        shown = message_body(PartContent.from_body(self.content.body()))
         await call(
             "chat.update",
-            lambda: self.client.chat_update(channel=self.target.channel, ts=ts, markdown_text=text),
+            lambda: self.client.chat_update(channel=self.target.channel, ts=ts, **shown),
         )
 
 
@@ -271,8 +274,10 @@ class StreamPart(ReplyPart):
         https://docs.slack.dev/reference/methods/chat.stopStream)."""
         self.finish_status_task()
         if footer:
-            self.separate()
-            self.add_text(footer)
+            self.content.footer = footer
+            gap = "\n\n" if self.content.shown and not self.content.shown.endswith("\n") else ""
+            self.pending.append(MarkdownTextChunk(text=gap + footer))
+        self.content.blocks = list(blocks or [])
         stream = await self._stream()
         chunks = self._chunks()
         await call(
@@ -301,14 +306,14 @@ class UpdatePart(ReplyPart):
         self.last_update = 0.0
 
     async def open(self) -> str:
-        text = self.full_text()
+        shown = message_body(self.content)
         response = await call(
             "chat.postMessage",
             lambda: self.client.chat_postMessage(
                 channel=self.target.channel,
                 thread_ts=self.target.thread_ts,
-                markdown_text=text,
                 metadata=metadata_for(self.post_key),
+                **shown,
             ),
         )
         self.pending = []
@@ -321,28 +326,18 @@ class UpdatePart(ReplyPart):
             return
         if not force and self.clock() - self.last_update < self.min_interval:
             return
-        await self._update(self.full_text())
+        await self._update(self.content)
 
-    async def _update(self, text: str, blocks: list[dict[str, Any]] | None = None) -> None:
-        """The message shows `text` (standard Markdown); with `blocks`, as a `markdown` block
-        above them (`markdown_text` takes no blocks beside it)."""
+    async def _update(self, content: PartContent) -> None:
+        """The message shows `content` (`message_body`: `markdown_text` takes no blocks beside
+        it, so a message with task cards or buttons is a `markdown` block above them)."""
         ts = self.ts
         assert ts is not None
-        if blocks:
-            shown = [{"type": "markdown", "text": text}, *blocks]
-            await call(
-                "chat.update",
-                lambda: self.client.chat_update(
-                    channel=self.target.channel, ts=ts, text=text, blocks=shown
-                ),
-            )
-        else:
-            await call(
-                "chat.update",
-                lambda: self.client.chat_update(
-                    channel=self.target.channel, ts=ts, markdown_text=text
-                ),
-            )
+        shown = message_body(content)
+        await call(
+            "chat.update",
+            lambda: self.client.chat_update(channel=self.target.channel, ts=ts, **shown),
+        )
         self.pending = []
         self.stale = False
         self.last_update = self.clock()
@@ -355,11 +350,15 @@ class UpdatePart(ReplyPart):
         session_status: str | None = None,
     ) -> bool:
         self.finish_status_task()
-        await self._update(self.full_text(footer), blocks)
-        if footer:
-            self.separate()
-            self.add_text(footer)
-            self.pending = []
+        closing = PartContent(
+            shown=self.content.shown,
+            durable=self.content.durable,
+            tasks=self.content.tasks,
+            footer=footer or "",
+            blocks=list(blocks or []),
+        )
+        await self._update(closing)
+        self.content.footer, self.content.blocks = closing.footer, closing.blocks
         self.mark_durable()
         self.closed = True
         return False

@@ -16,21 +16,31 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, assert_never
+from typing import TYPE_CHECKING, Any, assert_never
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from agent import TurnEvent, TurnStatus, confirmation_digest
+from agent import ActionCompleted, ConfirmationRequest, TurnEvent, TurnStatus, confirmation_digest
 from agent.seams import SessionStore, TurnKind
 from bot.approvals import ApprovalRef, confirmation_prompt, resolution, stopped_verdict
 from bot.feedback import feedback_blocks
 from bot.rendering.approval_posts import ApprovalPosts
 from bot.rendering.lease import DeliveryLease, RenderSettings
-from bot.rendering.parts import ReplyPart, Target
+from bot.rendering.outcomes import (
+    WAITING,
+    completed,
+    confirmation_verdict,
+    ended,
+    is_pending_write,
+    park_verdict,
+    summary,
+)
+from bot.rendering.parts import PartContent, ReplyPart, Target
 from bot.rendering.recovery import recover
 from bot.rendering.replies import ReplyWriter, TurnView
-from bot.rendering.status import WORKING, ThreadStatus, session_title
+from bot.rendering.status import ThreadStatus, session_title
 from bot.rendering.thread import SlackThread
+from bot.rendering.waiting import WaitingTasks, confirm_waits, input_waits
 from bot.stops import STOPPED, stopper
 from storage.delivery.store import DeliveryStore, Post
 
@@ -70,10 +80,12 @@ class SessionRenderer:
         clock: Callable[[], float] = time.time,
         leased_at: float | None = None,
         home: HomeTab | None = None,
+        usable: Callable[[], bool] = lambda: True,
     ) -> None:
         """`leased_at`: when (`time.monotonic()`, taken before the write) the caller acquired
         the session's delivery lease for this renderer; from then on every Slack call is made
-        under the lease. None: the caller holds no lease (a one-off notice)."""
+        under the lease. None: the caller holds no lease (a one-off notice). `usable`: whether
+        `client`'s token is still good (`SlackClients.usable`), asked before every call."""
         self.key = key
         self.target = target
         self.store = store
@@ -85,7 +97,12 @@ class SessionRenderer:
             delivery, key=key, owner=owner, ttl=settings.lease_ttl, leased_at=leased_at
         )
         self.slack = SlackThread(
-            key=key, target=target, client=client, delivery=delivery, lease=self.lease
+            key=key,
+            target=target,
+            client=client,
+            delivery=delivery,
+            lease=self.lease,
+            usable=usable,
         )
         self.status = ThreadStatus(self.slack, target)
         self.replies = ReplyWriter(
@@ -99,6 +116,9 @@ class SessionRenderer:
         )
         self.approvals = ApprovalPosts(
             key=key, target=target, delivery=delivery, slack=self.slack, clock=clock, home=home
+        )
+        self.waiting = WaitingTasks(
+            key=key, store=store, delivery=delivery, slack=self.slack, replies=self.replies
         )
         self.home = home
 
@@ -138,8 +158,12 @@ class SessionRenderer:
         dirty = self.replies.dirty
         timeout = self.settings.flush_interval if dirty else self.settings.poll_interval
         batch: list[tuple[TurnEvent, int | None]] = []
+        # `asyncio.timeout`, not `wait_for`: on Python 3.11 a `wait_for` whose inner get()
+        # completes in the same loop iteration as a cancellation returns the item and swallows
+        # the cancellation, and the pool's shutdown then waited on a renderer that went on.
         with contextlib.suppress(TimeoutError):
-            batch.append(await asyncio.wait_for(self.queue.get(), timeout))
+            async with asyncio.timeout(timeout):
+                batch.append(await self.queue.get())
         while not self.queue.empty():
             batch.append(self.queue.get_nowait())
         return batch
@@ -194,23 +218,21 @@ class SessionRenderer:
                 view.step_live = ""
             case "action.requested":
                 view = await self.replies.view_for(event.turn_id)
-                await self.status.processing(doing=f"Running {_title(event.call.name).lower()}…")
+                await self.status.processing(tool=_title(event.call.name))
                 part = await self.replies.part(view)
                 part.task(event.call.id, _title(event.call.name), "in_progress")
             case "action.completed":
                 view = await self.replies.view_for(event.turn_id)
-                await self.status.processing(doing=WORKING)
-                part = await self.replies.part(view)
-                status = "error" if event.error else "complete"
-                part.task(
-                    event.call_id, _title(event.name), status, "failed" if event.error else None
-                )
+                await self.status.processing()
+                await self._completed(await self.replies.part(view), event)
             case "input.requested":
                 view = await self.replies.view_for(event.turn_id)
                 request = event.request
                 if view.part is not None and request.call_id:
                     title = _title(request.tool)
-                    view.part.task(request.call_id, title, "pending", "waiting for approval")
+                    view.part.task(
+                        request.call_id, title, "pending", WAITING, waits=input_waits(request.id)
+                    )
                 await self.replies.close(view, None)
                 ref = ApprovalRef(
                     kind="input",
@@ -223,6 +245,7 @@ class SessionRenderer:
                 await self.status.suspended()
             case "confirmation.requested":
                 view = await self.replies.view_for(event.turn_id)
+                self._waits_for_confirmation(view, event.confirmation)
                 await self.replies.close(view, None)
                 confirmation = event.confirmation
                 ref = ApprovalRef(
@@ -241,13 +264,26 @@ class SessionRenderer:
                 # its request stops offering buttons; a click has said so already.
                 verdict = resolution(event.outcome, event.by, event.reason)
                 await self.approvals.resolved("input", event.input_id, verdict)
+                answer = None
+                if event.outcome == "answered":
+                    answer = await self.waiting.answer_of(event.turn_id, event.input_id)
+                ending = park_verdict(event.outcome, event.by, event.reason, answer)
+                await self.waiting.resolved(event.turn_id, input_waits(event.input_id), ending)
             case "confirmation.resolved":
                 # (Its turn is the follow-up the answer queued, not the proposing turn.)
                 verdict = resolution(event.outcome, event.by, event.reason)
                 await self.approvals.resolved("confirm", event.confirmation_id, verdict)
+                record = await self.store.get_confirmation(self.key, event.confirmation_id)
+                if record is not None:
+                    ending = confirmation_verdict(event.outcome, event.by, event.reason)
+                    waits = confirm_waits(event.confirmation_id)
+                    await self.waiting.resolved(record.turn_id, waits, ending)
             case "turn.completed":
                 view = await self.replies.view_for(event.turn_id)
-                await self._end(view, None, feedback=True)
+                # A model that ends with no words after its tools still gets a last line: what
+                # the calls came to (or that it had nothing to add), never silence.
+                said = None if event.text.strip() else summary(await self._tasks_of(view))
+                await self._end(view, said, feedback=True)
             case "turn.failed":
                 view = await self.replies.view_for(event.turn_id)
                 # The error text was scrubbed of secrets when the engine stored it; operators
@@ -266,7 +302,7 @@ class SessionRenderer:
                 if event.reason == STOPPED and by:
                     footer = f"_stopped by {stopper(by)}_"
                 if view.part is not None:  # calls of the batch that never ran
-                    view.part.end_unfinished_tasks(event.reason)
+                    view.part.end_unfinished_tasks(ended(event.reason, by))
                 await self._end(view, footer if view.shown_any else None)
                 if event.reason == STOPPED:
                     # Stop ends a park too: its request loses its buttons and says who stopped.
@@ -298,6 +334,36 @@ class SessionRenderer:
             part.separate()
         part.add_text(event.text)
         view.step_live += event.text
+
+    async def _completed(self, part: ReplyPart, event: ActionCompleted) -> None:
+        """A call's card once it returned: waiting, if it proposed a write a person must
+        confirm first; else how it really ended (`bot.rendering.outcomes.completed`)."""
+        title = _title(event.name)
+        if event.error is None and is_pending_write(event.result):
+            part.task(event.call_id, title, "pending", WAITING)
+            return
+        verdict = await self.waiting.verdict(event.turn_id, event.call_id)
+        status, output = completed(error=event.error, verdict=verdict, cut=event.cancel_requested)
+        cut = event.cancel_requested and output == "stopped"
+        part.task(event.call_id, title, status, output, cut=cut or None, waits=None)
+
+    def _waits_for_confirmation(self, view: TurnView, confirmation: ConfirmationRequest) -> None:
+        """The proposed call's card waits for the person who confirms it."""
+        if view.part is not None and confirmation.call_id:
+            waits = confirm_waits(confirmation.id)
+            title = _title(confirmation.tool)
+            view.part.task(confirmation.call_id, title, "pending", WAITING, waits=waits)
+
+    async def _tasks_of(self, view: TurnView) -> list[dict[str, Any]]:
+        """Every card the turn's messages show, in order, the open message's last."""
+        current = view.part
+        tasks: list[dict[str, Any]] = []
+        for post in await self.delivery.posts(self.key, turn_id=view.turn_id, kind="reply"):
+            if current is None or post.post_key != current.post_key:
+                tasks.extend(PartContent.from_body(self.replies.saved_body(post)).tasks.values())
+        if current is not None:
+            tasks.extend(current.content.tasks.values())
+        return tasks
 
     def _complete_step(self, part: ReplyPart, view: TurnView, text: str) -> None:
         live = view.step_live

@@ -27,7 +27,7 @@ from bot.rendering.parts import (
     UpdatePart,
 )
 from bot.rendering.thread import SlackThread
-from bot.slack_calls import RateLimited, Refused, StreamGone, Uncertain, call
+from bot.slack_calls import RateLimited, Refused, StreamGone, Uncertain, Unreachable, call
 from storage.delivery.store import DeliveryStore, Post, PostUpdate
 
 log = logging.getLogger(__name__)
@@ -79,6 +79,19 @@ class ReplyWriter:
         changes = list(self._changes.values())
         self._changes = {}
         return changes
+
+    def saved_body(self, post: Post) -> dict[str, Any]:
+        """What `post` shows as of now: its body in this batch's changes if it changed since
+        the last save (not yet in the store), else the stored one."""
+        change = self._changes.get(post.post_key)
+        return change.body if change is not None and change.body is not None else post.body
+
+    def keep(self, post_key: str, body: dict[str, Any]) -> None:
+        """Save a message's new body with the batch (an edit made outside its own part)."""
+        change = self._changes.get(post_key)
+        state = change.state if change is not None else None
+        mode = change.mode if change is not None else None
+        self._changes[post_key] = PostUpdate(post_key=post_key, body=body, state=state, mode=mode)
 
     @property
     def part_open(self) -> bool:
@@ -162,8 +175,9 @@ class ReplyWriter:
             # The last words of a long turn go to a new message, not to an expired stream.
             chunks, _ = current.take_pending()
             await self._finish(current, None)
+            taken = current.taken
             current = await self.part(view)
-            current.adopt(chunks)
+            current.adopt(chunks, taken)
             view.part = None
         return await self._finish(current, footer, blocks=blocks, session_status=session_status)
 
@@ -237,7 +251,7 @@ class ReplyWriter:
         try:
             ts = await self.slack.patient("open", part.open)
         except Refused as refused:
-            if not isinstance(part, StreamPart):
+            if not isinstance(part, StreamPart) or isinstance(refused, Unreachable):
                 raise
             log.info("streaming refused; posting and editing instead", extra={"code": refused.code})
             self.streaming = False
@@ -271,7 +285,7 @@ class ReplyWriter:
         """The stream stopped accepting appends: keep going in the same message by editing it."""
         if part.mode == "stream" and part.ts:
             ts = part.ts
-            await self.slack.lease.fence()
+            await self.slack.guard("chat.stopStream")
             with contextlib.suppress(Refused, Uncertain, RateLimited):
                 await call(
                     "chat.stopStream",
@@ -291,7 +305,7 @@ class ReplyWriter:
         view.part = None
         await self._finish(part, None)
         fresh = await self.part(view)
-        fresh.adopt(chunks)
+        fresh.adopt(chunks, part.taken)
         return fresh
 
     # after a crash -------------------------------------------------------------------------

@@ -9,8 +9,12 @@ status line with its loading messages.
   the reply ends in a stream, its `chat.stopStream(session_status="active")` says so in the same
   call (https://docs.slack.dev/reference/methods/chat.stopStream).
 - The status line under the thread (`assistant.threads.setStatus`,
-  https://docs.slack.dev/reference/methods/assistant.threads.setStatus) says the bot is working,
-  its `loading_messages` naming the tool running now; cleared when the turn parks or ends.
+  https://docs.slack.dev/reference/methods/assistant.threads.setStatus) says once what the bot
+  is doing: "is working on it…", or "is running lookup order…" while a tool runs. Slack shows
+  `status` after the bot's name ("Status of the specified bot user, e.g. 'is thinking...'") and
+  rotates `loading_messages` as a loading indicator; a single loading message saying the same
+  again made the line read "agent is working on it… Working on it…", so none is sent. Cleared
+  when the turn parks or ends.
 
 Where Slack refuses either (an app not declared an agent, a conversation it takes no status in,
 a top-level post with no thread), the renderer stops asking for that one; with neither, the
@@ -30,7 +34,6 @@ from bot.slack_calls import Refused, Uncertain
 log = logging.getLogger(__name__)
 
 STATUS_TEXT = "is working on it…"
-WORKING = "Working on it…"
 MAX_TITLE = 200  # agents.sessions.setStatus: "Title for the agent session (max 200 characters)"
 MISSING_STOP = "missing_agent_session_stopped_event_subscription"
 SessionStatus = Literal["active", "processing", "suspended", "closed"]
@@ -57,17 +60,19 @@ class ThreadStatus:
         self.session: SessionStatus | None = None
         """The status last set on the agent session by this renderer."""
         self.doing: str | None = None
-        """The loading message last shown on the status line (None: no line)."""
+        """The status last shown on the status line (None: no line)."""
 
     @property
     def shown(self) -> bool:
         """Does Slack show this turn's progress (a session or a status line)?"""
         return self.session == "processing" or self.doing is not None
 
-    async def processing(self, *, title: str | None = None, doing: str = WORKING) -> bool:
-        """The turn is running (`doing`: what it does now); False where Slack shows nothing."""
+    async def processing(self, *, title: str | None = None, tool: str | None = None) -> bool:
+        """The turn is running (`tool`: the title of the tool it runs now, if one runs); False
+        where Slack shows nothing."""
         if self.session != "processing":
             await self._session("processing", title=title)
+        doing = STATUS_TEXT if tool is None else f"is running {tool.lower()}…"
         if doing != self.doing:
             await self._line(doing)
         return self.shown
@@ -129,8 +134,7 @@ class ThreadStatus:
                 lambda: self.slack.client.assistant_threads_setStatus(
                     channel_id=self.target.channel,
                     thread_ts=thread_ts,
-                    status=STATUS_TEXT,
-                    loading_messages=[doing],
+                    status=doing,
                 ),
             )
         except (Refused, Uncertain):

@@ -20,13 +20,16 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.rendering.lease import DeliveryLease
 from bot.rendering.parts import Target, metadata_for
-from bot.slack_calls import RateLimited, Refused, Uncertain, bot_identity, call
+from bot.slack_calls import RateLimited, Refused, TokenGone, Uncertain, bot_identity, call
 from storage.delivery.store import DeliveryStore, Post, PostUpdate
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 PAGE_SIZE = 200  # Slack's advice for paginated reads: no more than 200 per page
+RETIRED = "token_retired"
+"""`TokenGone.code` when this process retired the client's token itself (`SlackClients.usable`):
+nothing was sent."""
 
 
 class SlackThread:
@@ -38,18 +41,31 @@ class SlackThread:
         client: AsyncWebClient,
         delivery: DeliveryStore,
         lease: DeliveryLease,
+        usable: Callable[[], bool] = lambda: True,
     ) -> None:
+        """`usable`: whether `client`'s token still speaks for the workspace
+        (`SlackClients.usable`); asked before every call."""
         self.key = key
         self.target = target
         self.client = client
         self.delivery = delivery
         self.lease = lease
+        self.usable = usable
+
+    async def guard(self, method: str) -> None:
+        """Before every Slack call: the delivery lease is still ours (`DeliveryLease.fence`)
+        and the token still good. Once the workspace removed the app, the process that heard
+        it makes no call with its token, not even the one a turn's next token was waiting for
+        (`TokenGone`, code `RETIRED`)."""
+        await self.lease.fence()
+        if not self.usable():
+            raise TokenGone(method, RETIRED)
 
     async def patient(self, method: str, send: Callable[[], Awaitable[T]]) -> T:
-        """Wait out rate limits (the work stays queued); other failures propagate. Every
-        attempt is made under the lease."""
+        """Wait out rate limits (the work stays queued), as long as Slack's `Retry-After`
+        says; other failures propagate. Every attempt is made under `guard`."""
         while True:
-            await self.lease.fence()
+            await self.guard(method)
             try:
                 return await call(method, send)
             except RateLimited as limited:
@@ -104,7 +120,10 @@ class SlackThread:
         lost twice), the newest is the one being looked for.
         """
         claimed = {post.ts for post in await self.delivery.posts(self.key) if post.ts}
-        me = await bot_identity(self.client) if streamed else None
+        me = None
+        if streamed:
+            await self.guard("auth.test")
+            me = await bot_identity(self.client)
         unclaimed: list[str] = []
         async for message in self._messages(since):
             ts = str(message.get("ts", ""))

@@ -157,6 +157,56 @@ def _divider(block: dict[str, Any]) -> str | None:
     return None
 
 
+TASK_STATUSES = ("pending", "in_progress", "complete", "error")
+
+
+def _task_card(block: dict[str, Any]) -> str | None:
+    """https://docs.slack.dev/reference/block-kit/blocks/task-card-block: `task_id` and a plain
+    text `title` required; `status` one of four; `details` / `output` a single `rich_text`."""
+    for name in ("task_id", "title"):
+        value = block.get(name)
+        if not isinstance(value, str) or not value:
+            return f"task_card: {name}"
+    if "status" in block and block["status"] not in TASK_STATUSES:
+        return "task_card: status"
+    for name in ("details", "output"):
+        value = block.get(name)
+        if value is not None and (
+            not isinstance(value, dict)
+            or value.get("type") != "rich_text"
+            or not isinstance(value.get("elements"), list)
+            or not value["elements"]
+        ):
+            return f"task_card: {name} is a single rich_text object"
+    return None
+
+
+def tasks_shown(blocks: Any) -> dict[str, dict[str, Any]]:
+    """The task cards among a message's blocks, as the stand-in keeps a stream's tasks (id,
+    title, status, output as text with its mentions as `<@U…>`)."""
+    found: dict[str, dict[str, Any]] = {}
+    for block in blocks if isinstance(blocks, list) else []:
+        if not isinstance(block, dict) or block.get("type") != "task_card":
+            continue
+        task = {"id": block["task_id"], "title": block["title"], "status": block.get("status")}
+        for name in ("details", "output"):
+            if isinstance(block.get(name), dict):
+                task[name] = _rich_text_words(block[name])
+        found[str(block["task_id"])] = task
+    return found
+
+
+def _rich_text_words(value: dict[str, Any]) -> str:
+    words: list[str] = []
+    for section in value.get("elements", []):
+        for element in section.get("elements", []) if isinstance(section, dict) else []:
+            if element.get("type") == "user":
+                words.append(f"<@{element.get('user_id')}>")
+            else:
+                words.append(str(element.get("text", "")))
+    return "".join(words)
+
+
 def _input(block: dict[str, Any]) -> str | None:
     """https://docs.slack.dev/reference/block-kit/blocks/input-block"""
     if _plain(block.get("label"), 2000):
@@ -176,6 +226,7 @@ BLOCKS: dict[str, Callable[[dict[str, Any]], str | None]] = {
     "context_actions": _context_actions,
     "divider": _divider,
     "input": _input,
+    "task_card": _task_card,
 }
 INPUT_SURFACES = ("modal",)
 """Where an input block may appear (Home tabs and messages take none)."""

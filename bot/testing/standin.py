@@ -41,7 +41,7 @@ from starlette.routing import Route
 
 from bot.asgi_server import BackgroundServer
 from bot.testing.agent_surfaces import AgentSurfaces
-from bot.testing.blocks import blocks_problem
+from bot.testing.blocks import blocks_problem, tasks_shown
 from bot.testing.oauth import ACCESS, OAuthWorkspaces, bearer
 from bot.testing.socket_mode import SocketModeStandIn
 from bot.testing.workspace import STREAM_ERROR, Call, Message
@@ -365,7 +365,7 @@ class SlackStandIn(AgentSurfaces):
             blocks = args["blocks"]
             message.blocks = blocks or None
             message.text, message.fallback = str(args.get("text") or ""), None
-            message.tasks, message.streamed = {}, False
+            message.tasks, message.streamed = tasks_shown(blocks), False
         elif message.blocks or message.streamed:
             # Slack keeps the blocks (and the streamed content) when `blocks` is left out:
             # `text` alone only changes the notification text, nothing a person sees.

@@ -9,6 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.testing.blocks import tasks_shown
+
 STREAM_ERROR = "message_not_in_streaming_state"
 
 
@@ -202,6 +204,8 @@ class Workspace:
     # messages ------------------------------------------------------------------------------
 
     def add(self, message: Message) -> Message:
+        if message.blocks and not message.tasks:
+            message.tasks = tasks_shown(message.blocks)  # a posted message's task cards
         self.messages.setdefault(message.channel, []).append(message)
         return message
 
@@ -289,12 +293,17 @@ def render_view(view: View, names: dict[str, str] | None = None) -> str:
     return "\n".join(lines)
 
 
+REPLY_BLOCKS = ("context_actions", "task_card")
+"""Blocks only a reply carries: an answer's feedback buttons, a tool call's task card."""
+
+
 def is_request(message: Message) -> bool:
-    """The bot's own kind of message with blocks that are not an answer's feedback buttons: an
-    approval request (with its buttons, or once settled, without them)."""
+    """The bot's own kind of message with blocks that are not a reply's (its task cards, an
+    answer's feedback buttons): an approval request (with its buttons, or once settled,
+    without them)."""
     blocks = message.blocks or []
     return bool(blocks) and not any(
-        isinstance(b, dict) and b.get("type") == "context_actions" for b in blocks
+        isinstance(b, dict) and b.get("type") in REPLY_BLOCKS for b in blocks
     )
 
 

@@ -19,8 +19,9 @@ def session_history(standin, ts):
     return [] if session is None else session.history
 
 
-def loading(standin):
-    return [s.get("loading_messages") for s in standin.statuses if s.get("loading_messages")]
+def lines(standin):
+    """What the status line said, each time it was set (an empty status clears it)."""
+    return [s["status"] for s in standin.statuses if s.get("status")]
 
 
 async def test_the_session_is_processing_while_the_turn_runs_then_active(db_url, launch, standin):
@@ -28,7 +29,7 @@ async def test_the_session_is_processing_while_the_turn_runs_then_active(db_url,
     app = await launch(db_url, AGENT, model(GATED))
     ts = await app.slack.mention("U0ALICE", "do the long thing, please", channel=CHANNEL)
     await eventually(lambda: "slow" in GATE)
-    await eventually(lambda: ["Running wait for gate…"] in loading(standin))
+    await eventually(lambda: "is running wait for gate…" in lines(standin))
     session = standin.session_of(CHANNEL, ts)
     assert session is not None
     assert session.status == "processing"
@@ -82,7 +83,7 @@ async def test_without_agent_sessions_the_status_line_shows_progress(db_url, lau
     assert standin.sessions == {}
     assert len(standin.calls_to("agents.sessions.setStatus")) == 1  # asked once, then not
     assert "session_status" not in standin.calls_to("chat.stopStream")[-1].args
-    assert ["Working on it…"] in loading(standin)
+    assert "is working on it…" in lines(standin)
     (reply,) = replies(standin, CHANNEL)
     assert "status" not in reply.tasks
 

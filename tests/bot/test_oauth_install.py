@@ -8,6 +8,7 @@ live token of the channel's workspace, so a reply sent with the wrong token fail
 
 from __future__ import annotations
 
+import asyncio
 import html
 import logging
 import re
@@ -23,6 +24,7 @@ from pydantic import SecretStr
 from sqlalchemy import delete, select, update
 
 from agent import Agent, Schedule, ScriptedModel, ScriptedReply
+from agent.seams import ModelEvent, ModelRequest
 from bot.clock import Clock
 from bot.commands import clock_team
 from bot.inbound import session_key
@@ -373,6 +375,75 @@ async def test_an_uninstall_deletes_the_tokens_and_stops_the_workspaces_work(
     finally:
         await ours.aclose()
         await theirs.aclose()
+
+
+class SlowFirstByte:
+    """A model that takes its time before its first byte (until the test opens it), then
+    answers as scripted: the turn is well under way, its renderer at work, when it speaks."""
+
+    def __init__(self, script: list[ScriptedReply]) -> None:
+        self.inner = ScriptedModel(script)
+        self.asked = asyncio.Event()
+        self.opened = asyncio.Event()
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        self.asked.set()
+        await self.opened.wait()
+        async for event in self.inner.stream(request):
+            yield event
+
+
+async def test_after_an_uninstall_its_process_sends_nothing_with_the_dead_token(
+    oauth_db: str, launch: Launch, workspaces: SlackStandIn, browser: httpx.AsyncClient
+) -> None:
+    """The model's first words arrive after the uninstall: the renderer that had been showing
+    the turn makes no call with the deleted token (no stream started, no message posted
+    instead), the turn is stopped, and the other workspace is served as before."""
+    slow = SlowFirstByte([ScriptedReply(text=["Hello ", "there."])])
+    app = await launch(oauth_db, AGENT, slow, **OAUTH)
+    await install(browser, app, "T0AAA")
+    await install(browser, app, "T0BBB")
+    ours, theirs = driver(app, "T0AAA"), driver(app, "T0BBB")
+    try:
+        ts = await ours.mention("U0ALICE", "hello", channel="C0AAA")
+        key = session_key("T0AAA", "C0AAA", ts)
+        await eventually(slow.asked.is_set, within=30)
+        # The renderer is at work with the workspace's token (the agent session, processing).
+        await eventually(
+            lambda: any(
+                c.team == "T0AAA" for c in workspaces.calls_to("agents.sessions.setStatus")
+            ),
+            within=30,
+        )
+
+        workspaces.oauth.revoke("T0AAA")
+        assert (await ours.post_event({"type": "app_uninstalled"})).status_code == 200
+        after = len(workspaces.calls)
+
+        async def asked_to_stop() -> bool:
+            turns = await app.turns(key)
+            return bool(turns) and turns[0].cancel_reason == UNINSTALLED
+
+        await eventually(asked_to_stop, within=30)  # durable; it takes effect at a checkpoint
+        slow.opened.set()  # the model's first words, after the uninstall
+
+        async def stopped() -> bool:
+            turns = await app.turns(key)
+            return bool(turns) and turns[0].status.value == "cancelled"
+
+        await eventually(stopped, within=30)
+        await eventually(lambda: _idle(app, key), within=30, what="the thread's rendering ended")
+        sent = [(c.method, c.response.get("error")) for c in workspaces.calls[after:]]
+        assert [c for c in workspaces.calls[after:] if c.team == "T0AAA"] == [], sent
+        await theirs.mention("U0BOB", "hello", channel="C0BBB")
+        await eventually(lambda: replies(workspaces, "C0BBB"), within=30)
+    finally:
+        await ours.aclose()
+        await theirs.aclose()
+
+
+async def _idle(app: Running, key: str) -> bool:
+    return key not in await app.runner.delivery.active_sessions()
 
 
 async def test_a_workspace_without_tokens_has_its_turns_stopped_by_whoever_renders_it(

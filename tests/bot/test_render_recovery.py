@@ -171,7 +171,8 @@ async def test_a_reply_closed_after_the_last_save_is_finished_in_its_own_message
     shape = _shape(thread.messages())
     assert len(shape) == 3, shape
     assert shape[0].startswith("Proposing a hold."), shape
-    assert "✓ Place hold" in shape[0] or "complete:Place hold" in shape[0], shape
+    # The proposed write has not run: its card waits for the person (never "✓", never "…").
+    assert shape[0].endswith("pending:Place hold"), shape
     assert "…" not in shape[0], shape
     assert shape[1:] == ["approval", "The hold waits for your confirmation."], shape
 
@@ -225,3 +226,42 @@ async def test_a_renderer_outlived_by_its_lease_makes_no_further_slack_call(
     assert [(c.method, c.status) for c in thread.standin.calls] == [
         ("agents.sessions.setStatus", 429)
     ]
+
+
+async def test_a_request_answered_while_its_renderer_died_is_shown_answered_by_the_next(
+    thread: Thread,
+) -> None:
+    """The proposed hold is denied (by host code: the API's path) after the thread was
+    rendered; the renderer that applies the answer edits the first message's waiting card and
+    dies before saving. The next one applies it again: the card says denied, for good (its
+    saved body too)."""
+    first = thread.renderer(thread.store)
+    await first.recover()
+    await first.catch_up()
+    reply = next(m for m in thread.messages() if not is_request(m))
+    assert reply.tasks["c_hold"]["status"] == "pending"
+
+    [proposal] = await thread.store.list_confirmations(KEY)
+    async with Runtime(thread.store, hold_model(), agent=AGENT) as runtime:
+        session = runtime.session(AGENT, KEY)
+        follow_up = await session.confirm(
+            proposal.confirmation_id, False, by="U0ALICE", reason="not now"
+        )
+        await session.result(follow_up)
+
+    target = await thread.delivery.get_target(KEY)
+    assert target is not None
+    thread.standin.fail("chat.update", "error:internal_error")  # the approval's (let be)
+    thread.standin.fail("chat.update", "hang", applied=True)  # the reply's card, then death
+    second = thread.renderer(thread.store, target.cursor)
+    await thread.killed_at(second, "chat.update", calls=2)
+
+    await thread.take_over()
+
+    denied = ("error", "denied by <@U0ALICE>: not now")
+    [reply, *_] = [m for m in thread.messages() if not is_request(m)]
+    card = reply.tasks["c_hold"]
+    assert (card["status"], card.get("output")) == denied
+    saved, *_ = await thread.delivery.posts(KEY, turn_id=proposal.turn_id, kind="reply")
+    [task] = [t for t in saved.body["tasks"] if t["id"] == "c_hold"]
+    assert (task["status"], task["output"]) == denied

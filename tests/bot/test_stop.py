@@ -53,10 +53,18 @@ async def test_stop_cancels_the_turn_and_the_model_is_not_called_again(db_url, l
     await eventually(lambda: idle(standin, CHANNEL))
     assert len(scripted.requests) == calls  # no model call after the Stop
     assert not any("Second part" in m.text for m in replies(standin, CHANNEL))
-    # The timeline settles every call: none is left running in a reply that has ended.
+    # The timeline settles every call as it really ended: the long call was cut short by the
+    # Stop (it returned only once asked to stop), the next one never ran; none is left running
+    # in a reply that has ended, and none says "✓". Slack stopped the stream itself, so the
+    # reply goes on by edits, with its task cards as cards (not a list of text lines).
     (reply,) = [m for m in replies(standin, CHANNEL) if "stopped by" in m.text]
-    steps = [line for line in reply.text.splitlines() if line[:2] in ("✓ ", "✗ ", "… ", "· ")]
-    assert steps == ["✓ Long task", "✗ Lookup order — not run: stopped"], reply.text
+    cards = {t["title"]: (t["status"], t.get("output")) for t in reply.tasks.values()}
+    assert cards == {
+        "Long task": ("error", "stopped by <@U0BOB>"),
+        "Lookup order": ("error", "not run: stopped by <@U0BOB>"),
+    }, reply.tasks
+    assert any(b["type"] == "task_card" for b in reply.blocks or []), reply.blocks
+    assert not any(line.startswith(("✓", "✗", "…", "·")) for line in reply.text.splitlines())
     session = standin.session_of(CHANNEL, ts)
     assert session is not None
     await eventually(lambda: session.status == "active")

@@ -2,7 +2,9 @@
 one of the demo users, watches the reply stream with its tool timeline, answers the approval
 (refused for someone not allowed), stops a long tool call, denies with a reason and opens the
 Home inbox; every click is a signed Slack request the bot decides, and the page shows what the
-stand-in then holds. One screenshot per step (see conftest)."""
+stand-in then holds. One screenshot per step (see conftest), among them each way a call ends:
+approved, stopped, denied. (An expiry cannot be driven here: the sandbox's requests have no
+time limit; `tests/bot/test_timeline_truth.py` shows that ending.)"""
 
 from __future__ import annotations
 
@@ -67,7 +69,9 @@ def test_a_person_clicks_through_the_bot_in_a_browser(
     expect(reply.locator(".task", has_text="Lookup order")).to_have_attribute(
         "data-status", "complete"
     )
-    expect(reply.locator(".task", has_text="Issue refund")).to_contain_text("waiting for approval")
+    waiting = reply.locator('.task[data-task="call_refund"]')
+    expect(waiting).to_contain_text("waiting for approval")
+    expect(waiting).to_have_attribute("data-status", "pending")
     expect(page.locator("#session-status")).to_have_text("suspended")
     final_text = reply.locator(".text").first.inner_text().strip()
     streamed = page.evaluate("window.streamed")
@@ -106,6 +110,14 @@ def test_a_person_clicks_through_the_bot_in_a_browser(
     expect(approval).to_contain_text("Approved by @alice")
     expect(approval.locator(f'[data-action-id="{APPROVE}"]')).to_have_count(0)
     expect(page.locator("#session-status")).to_have_text("active")
+    # The message the turn parked in says how its request ended; the call's own card, in the
+    # message that goes on, says it ran. Neither is left "waiting", and both are cards.
+    refund = thread.locator('.task[data-task="call_refund"]')
+    expect(refund).to_have_count(2)
+    for n in range(2):
+        expect(refund.nth(n)).to_have_attribute("data-status", "complete")
+    expect(refund.first).to_contain_text("approved by @alice")
+    expect(thread).not_to_contain_text("waiting for approval")
     steps.shot("approved")
 
     # A follow-up in the thread: the scripted model echoes what it has no script for.
@@ -127,6 +139,11 @@ def test_a_person_clicks_through_the_bot_in_a_browser(
     expect(thread).to_contain_text("stopped by @alice")
     expect(page.locator("#session-status")).to_have_text("active")
     expect(page.locator("#stop")).to_have_count(0)
+    # The call the Stop cut short is a card that says so, not "✓ Track shipment" in the text.
+    tracked = thread.locator('.tasks .task[data-task="call_track"]')
+    expect(tracked).to_have_attribute("data-status", "error")
+    expect(tracked).to_contain_text("stopped by @alice")
+    expect(thread.locator(".text", has_text="✓ Track shipment")).to_have_count(0)
     steps.shot("stopped")
 
     # A third: alice denies the refund with a reason; the request and the reply show it.
@@ -145,6 +162,12 @@ def test_a_person_clicks_through_the_bot_in_a_browser(
     expect(thread).to_contain_text(
         f"no refund on order 7; the replacement mug still ships. You said: “{REASON}”"
     )
+    # Denied in both of its messages: where it waited, and where the turn went on.
+    refused = thread.locator('.task[data-task="call_refund"]')
+    expect(refused).to_have_count(2)
+    for n in range(2):
+        expect(refused.nth(n)).to_have_attribute("data-status", "error")
+        expect(refused.nth(n)).to_contain_text(f"denied by @alice: {REASON}")
     steps.shot("denied")
 
     # carol asks too, and approves from her Home tab: the click takes the thread click's path.
