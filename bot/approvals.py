@@ -23,7 +23,7 @@ from slack_sdk.models.blocks import (
 )
 
 from agent import Answerer, ConfirmationRequest, PolicyAnswerer, UserAnswerer
-from bot.stops import stopper
+from bot.stop_reasons import stopper
 
 APPROVE = "agent_approve"
 DENY = "agent_deny"

@@ -27,7 +27,7 @@ shared between workspaces) may stop nothing. The event names a thread of the wor
 sent for; the session is looked up there only, so a Stop from another workspace finds nothing.
 
 `bot cancel` (an operator holding the database) names nobody and may stop anything; the thread
-then says an operator stopped it (`OPERATOR`).
+then says an operator stopped it (`bot.stop_reasons.OPERATOR`).
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from bot.identity import principal_of, workspace_of
 from bot.inbound import is_slack_id, is_slack_ts, session_key
 from bot.slack_calls import SlackCallError, call
 from bot.slack_clients import SlackClients
+from bot.stop_reasons import STOPPED
 from storage.delivery.store import DeliveryStore
 
 if TYPE_CHECKING:
@@ -50,18 +51,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-STOPPED = "stopped"
-"""The cancellation reason a Stop gives its turns."""
-OPERATOR = "operator"
-"""Who `bot cancel` records as having stopped turns when it names nobody: the thread then says
-they were stopped by an operator, not by a person in it."""
 NOT_YOURS = "You can't stop this: {why}. Nothing was stopped."
 UNCHECKED = "I couldn't check whether you may stop this just now; nothing was stopped."
-
-
-def stopper(by: str | None) -> str:
-    """Who stopped, as the thread says it: a person's mention, or an operator."""
-    return "an operator" if by == OPERATOR else f"<@{by}>"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -19,12 +19,11 @@ from typing import Any
 
 from bot.ages import age_seconds_of
 from bot.operator.output import exit_codes
+from bot.stop_reasons import STOPPED
 
 QUEUED_FOR = 300.0
 FAILURES = 2
 RESET_WAIT = 60.0
-STOP_REASON = "stopped"
-"""Slack's Stop button's own reason (`bot.stops.STOPPED`), which the thread shows as a Stop."""
 RECEIPT_STATUSES = ("prepared", "completed", "failed", "uncertain")
 """`agent.ReceiptStatus`'s values."""
 PRUNE_BATCH = 500
@@ -126,7 +125,7 @@ def _cancel(sub: Any) -> None:
     cancel.add_argument("--turn", default=None, help="only this turn")
     cancel.add_argument(
         "--reason",
-        default=STOP_REASON,
+        default=STOPPED,
         help="why, as the turn records it (default: stopped, which the thread shows as a Stop)",
     )
     cancel.add_argument(

@@ -6,8 +6,8 @@ The same engine calls Slack's surfaces make, so nothing here decides anything of
   it was stopped). `--turn ID` ends that turn only (`session.cancel`), or, if it is the parked
   one, the park (a park ends only as a Stop ends it). An operator holding the database may
   stop anything (no principal: the engine's host call, unrestricted), and the thread says who
-  did: "stopped by an operator" (`bot.stops.OPERATOR`), or "stopped by @person" with `--by U…`
-  for a person who asked for it. The default reason is Stop's own, `stopped`; another
+  did: "stopped by an operator" (`bot.stop_reasons.OPERATOR`), or "stopped by @person" with
+  `--by U…` for a person who asked for it. The default reason is Stop's own, `stopped`; another
   `--reason` reads "cancelled (<reason>)".
 - `bot reset SESSION` is `/agent-reset` (`session.reset`): unfinished turns are cancelled
   (`reset`), then the history is archived under its generation; the next message starts fresh.
@@ -32,7 +32,7 @@ from agent import AgentSession, Runtime, TurnRecord, TurnStatus
 from agent.seams import TurnKind
 from bot.operator.output import OperatorError, json_lines
 from bot.operator.stores import OPERATOR_AGENT, Databases, acting_runtime
-from bot.stops import OPERATOR, STOPPED
+from bot.stop_reasons import OPERATOR, STOPPED
 
 
 async def cancel_command(

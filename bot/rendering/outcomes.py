@@ -29,7 +29,7 @@ from typing import Any
 from agent.seams import JsonValue
 from bot.rendering.parts import STATUS_TASK, TASK_MARKS
 from bot.slack_clients import UNINSTALLED
-from bot.stops import STOPPED, stopper
+from bot.stop_reasons import STOPPED, stopper
 
 Verdict = tuple[str, str | None]
 """A task card's (status, output)."""

@@ -41,7 +41,7 @@ from bot.rendering.replies import ReplyWriter, TurnView
 from bot.rendering.status import ThreadStatus, session_title
 from bot.rendering.thread import SlackThread
 from bot.rendering.waiting import WaitingTasks, confirm_waits, input_waits
-from bot.stops import STOPPED, stopper
+from bot.stop_reasons import STOPPED, stopper
 from storage.delivery.store import DeliveryStore, Post
 
 if TYPE_CHECKING:

@@ -12,11 +12,6 @@ import pytest
 from agent import ReceiptStatus
 from bot.operator import arguments
 from bot.settings import Settings
-from bot.stops import STOPPED
-
-
-def test_the_stop_reason_is_slack_stops_own() -> None:
-    assert arguments.STOP_REASON == STOPPED
 
 
 def test_the_receipt_statuses_are_the_engines() -> None:
