@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import uvicorn
+from cryptography.fernet import Fernet
 from redis.asyncio import Redis
 
 from agent import PolicyAnswerer, ScriptedModel, load_agent
@@ -217,12 +218,17 @@ async def app_token(ctx: Ctx) -> None:
         assert await asyncio.wait_for(running, 30) == 0
 
 
+TOKEN_KEY = Fernet.generate_key().decode()
+"""`TOKEN_ENCRYPTION_KEYS`, which a bot installed in many workspaces requires."""
+
+
 async def oauth(ctx: Ctx) -> None:
     """`SLACK_CLIENT_ID`, `SLACK_CLIENT_SECRET`, `SLACK_SCOPES`, `SLACK_INSTALL_REDIRECT_URI`:
     the install flow a bot installed in many workspaces serves."""
     await ctx.slack_env()
     ctx.env.delenv("SLACK_BOT_TOKEN")
     ctx.set(
+        TOKEN_ENCRYPTION_KEYS=TOKEN_KEY,
         SLACK_CLIENT_ID="1234.5678",
         SLACK_CLIENT_SECRET="every-setting-client-secret",
         SLACK_SCOPES="chat:write, commands",
@@ -243,9 +249,36 @@ async def oauth(ctx: Ctx) -> None:
 async def clock_team(ctx: Ctx) -> None:
     await ctx.slack_env()
     ctx.env.delenv("SLACK_BOT_TOKEN")
-    ctx.set(SLACK_CLIENT_ID="1234.5678", SLACK_CLIENT_SECRET="s", SLACK_CLOCK_TEAM="T0CLOCK")
+    ctx.set(
+        SLACK_CLIENT_ID="1234.5678",
+        SLACK_CLIENT_SECRET="s",
+        SLACK_CLOCK_TEAM="T0CLOCK",
+        TOKEN_ENCRYPTION_KEYS=TOKEN_KEY,
+    )
     settings = Settings()
     assert await commands.clock_team(await ctx.bot(), settings) == "T0CLOCK"
+
+
+async def token_keys(ctx: Ctx) -> None:
+    """`TOKEN_ENCRYPTION_KEYS`: the first key seals the installed workspaces' tokens, and every
+    key of the list opens them (a rotation's old key too)."""
+    await ctx.slack_env()
+    ctx.env.delenv("SLACK_BOT_TOKEN")
+    old = Fernet.generate_key().decode()
+    ctx.set(
+        SLACK_CLIENT_ID="1234.5678",
+        SLACK_CLIENT_SECRET="s",
+        TOKEN_ENCRYPTION_KEYS=f"{TOKEN_KEY},{old}",
+    )
+    bot = await ctx.bot()
+    assert bot.installations is not None
+    cipher = bot.installations.cipher
+    sealed = cipher.seal("xoxb-every-setting")
+    assert Fernet(TOKEN_KEY).decrypt(sealed.removeprefix("fernet:").encode()) == (
+        b"xoxb-every-setting"
+    )
+    under_old = "fernet:" + Fernet(old).encrypt(b"xoxb-before-the-rotation").decode()
+    assert cipher.open(under_old) == "xoxb-before-the-rotation"
 
 
 async def listeners(ctx: Ctx) -> None:
@@ -366,6 +399,7 @@ CHECKS: dict[str, Check] = {
     "SLACK_SCOPES": oauth,
     "SLACK_INSTALL_REDIRECT_URI": oauth,
     "SLACK_CLOCK_TEAM": clock_team,
+    "TOKEN_ENCRYPTION_KEYS": token_keys,
     "REPLACE_IN_FLIGHT": listeners,
     "RESET_COMMAND": listeners,
     "MAX_INBOUND_CHARS": listeners,
