@@ -7,6 +7,7 @@ did not) rather than a value.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
@@ -33,7 +34,10 @@ CUT_REFUND = ToolUse("tu_1", "refund", REFUND, chunk_size=36)
 
 @pytest.fixture
 async def client(api: AnthropicStandin) -> AsyncIterator[AsyncAnthropic]:
-    client = AsyncAnthropic(base_url=api.base_url, api_key="sk-ant-test-turns", max_retries=0)
+    # Made off the loop: the SDK's first client imports its HTTP stack (100+ ms on a busy box).
+    client = await asyncio.to_thread(
+        AsyncAnthropic, base_url=api.base_url, api_key="sk-ant-test-turns", max_retries=0
+    )
     yield client
     await client.close()
 

@@ -8,6 +8,7 @@ the answer reads it. Runs on every store.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -37,7 +38,10 @@ MODEL = "claude-sonnet-4-6"
 
 @pytest.fixture
 async def client(api: AnthropicStandin) -> AsyncIterator[AsyncAnthropic]:
-    client = AsyncAnthropic(base_url=api.base_url, api_key="sk-ant-test-cache", max_retries=0)
+    # Made off the loop: the SDK's first client imports its HTTP stack (100+ ms on a busy box).
+    client = await asyncio.to_thread(
+        AsyncAnthropic, base_url=api.base_url, api_key="sk-ant-test-cache", max_retries=0
+    )
     yield client
     await client.close()
 
