@@ -55,7 +55,8 @@ class TurnWaits:
                     again = record.status.finished and replayed(key, turn_id)
                     return TurnResult.from_record(record, replayed=again)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(watch.event.wait(), poll)
+                    async with asyncio.timeout(poll):  # wait_for may swallow a cancel on 3.11
+                        await watch.event.wait()
             finally:
                 watch.waiters -= 1
                 if not watch.waiters and self._changed.get(key) is watch:

@@ -181,4 +181,5 @@ class Clock:
                 log.exception("expiring requests failed; retrying")
             wait = min(self.expiry_interval, max(0.0, next_tick - self.now()))
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), wait)
+                async with asyncio.timeout(wait):  # wait_for may swallow a cancel on 3.11
+                    await stop.wait()

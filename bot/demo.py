@@ -88,7 +88,8 @@ async def track_shipment(order_id: str, ctx: ToolContext) -> dict[str, Any]:
     """Follow a shipment with the carrier (slow: it polls until the parcel moves, or until the
     turn is stopped)."""
     try:
-        await asyncio.wait_for(ctx.cancellation.wait(), timeout=60)
+        async with asyncio.timeout(60):
+            await ctx.cancellation.wait()
     except TimeoutError:
         return {"order_id": order_id, "status": "still at the depot"}
     return {"order_id": order_id, "status": "stopped before the carrier answered"}

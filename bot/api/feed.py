@@ -108,7 +108,10 @@ class Feed:
             self._overflow = False
             return await self.catch_up()
         try:
-            event, position = await asyncio.wait_for(self._queue.get(), within)
+            # Not wait_for: on Python 3.11 it can swallow a cancellation that arrives as the
+            # item does, and a stream being closed would then go on waiting.
+            async with asyncio.timeout(within):
+                event, position = await self._queue.get()
         except TimeoutError:
             return await self.catch_up()
         if event.seq:

@@ -95,7 +95,8 @@ class RedisDispatcher:
         runtime after this, so no kick arrives at a runtime that stopped taking work."""
         self._stop.set()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._idle.wait(), grace)
+            async with asyncio.timeout(grace):  # wait_for may swallow a cancel on 3.11
+                await self._idle.wait()
         await self._client.aclose()
 
     # the web side: Dispatcher -------------------------------------------------------------
