@@ -60,8 +60,8 @@ async def test_stop_cancels_the_turn_and_the_model_is_not_called_again(db_url, l
     (reply,) = [m for m in replies(standin, CHANNEL) if "stopped by" in m.text]
     cards = {t["title"]: (t["status"], t.get("output")) for t in reply.tasks.values()}
     assert cards == {
-        "Long task": ("error", "stopped by <@U0BOB>"),
-        "Lookup order": ("error", "not run: stopped by <@U0BOB>"),
+        "Long task": ("error", "stopped by <@U0ALICE>"),
+        "Lookup order": ("error", "not run: stopped by <@U0ALICE>"),
     }, reply.tasks
     assert any(b["type"] == "task_card" for b in reply.blocks or []), reply.blocks
     assert not any(line.startswith(("✓", "✗", "…", "·")) for line in reply.text.splitlines())

@@ -96,9 +96,9 @@ async def test_an_answer_from_another_surface_updates_the_waiting_line(db_url, l
 async def test_a_stop_while_parked_says_who_stopped_the_waiting_call(db_url, launch, standin):
     app = await launch(db_url, AGENT, model(REFUND))
     ts, _ = await parked(app, standin)
-    await app.slack.stop("U0BOB", channel=CHANNEL, thread_ts=ts)
+    await app.slack.stop("U0ALICE", channel=CHANNEL, thread_ts=ts)  # she may answer it
 
-    stopped = ("error", "stopped by <@U0BOB>")
+    stopped = ("error", "stopped by <@U0ALICE>")
     await eventually(lambda: cards(replies(standin, CHANNEL)[0]).get("c_refund") == stopped)
     await eventually(lambda: idle(standin, CHANNEL))
     assert not any(
