@@ -12,6 +12,7 @@ from urllib.parse import urlencode
 import pytest
 
 from bot.inbound import session_key
+from bot.testing.agent_surfaces import TRIGGER_LIFETIME
 from bot.testing.workspace import Trigger
 from tests.bot.agents import AGENT, REFUND, model
 from tests.bot.harness import approval, buttons, eventually, idle, replies
@@ -99,6 +100,7 @@ async def test_a_trigger_too_old_for_the_modal_denies_at_once(db_url, launch, st
     person asked to deny, so it denies, without a reason, rather than leave the click unheard."""
     app = await launch(db_url, AGENT, model(REFUND))
     ts, message = await parked(app, standin)
+    standin.trigger_lifetime = TRIGGER_LIFETIME
 
     def stale(trigger_id: str, user: str) -> None:
         standin.triggers[trigger_id] = Trigger(id=trigger_id, user=user, issued_at=time.time() - 10)

@@ -11,6 +11,7 @@ import pytest
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.testing.agent_surfaces import TRIGGER_LIFETIME
 from bot.testing.standin import SlackStandIn, sdk_arguments
 
 CHANNEL = "C0TEST"
@@ -392,6 +393,7 @@ async def test_views_open_takes_a_trigger_once_and_within_three_seconds(client, 
     `exchanged_trigger_id` (already used), `expired_trigger_id` (3 s after the interaction)."""
     now = [1000.0]
     standin.clock = lambda: now[0]
+    standin.trigger_lifetime = TRIGGER_LIFETIME
     assert await refused(client.views_open(trigger_id="never.issued", view=modal())) == (
         "invalid_trigger_id"
     )

@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -226,14 +227,34 @@ def test_a_loop_waiting_in_its_selector_is_told_apart_from_a_blocked_one() -> No
 def test_an_unsampled_late_answer_counts_no_more_than_the_loop_ran() -> None:
     """A ping the watchdog could not sample (it was kept from running until the loop answered)
     is judged by the loop thread's own CPU time: a loop that let go of the GIL (a sleep, I/O)
-    would have been sampled, and one holding it was running. Sampled, the same lag is a block."""
+    would have been sampled, and one holding it was running. Sampled, the same lag is a block.
+
+    The readings are the machine's own elsewhere; here they are fixed at "the loop ran nothing
+    and waited for no CPU", the case under test. Read from /proc on a busy machine, the
+    scheduler's run delay of a sleeping thread's neighbours excused the lag (seen at load 14)."""
     import asyncio
 
     from tests.support.loop_watch import LoopWatch, _Ping
 
+    class Idle:
+        """A machine where nothing waited for a CPU and the loop thread computed nothing."""
+
+        def read(self) -> Any:
+            return {} if self is watch._run_delay else 0.0
+
+        def cpu(self, tid: str) -> int:
+            return 0
+
+        def close(self) -> None:
+            pass
+
     loop = asyncio.new_event_loop()
     try:
         watch = LoopWatch(loop)
+        watch._run_delay.close()
+        watch._steal.close()
+        watch._run_delay = Idle()  # type: ignore[assignment]
+        watch._steal = Idle()  # type: ignore[assignment]
         watch._loop_tid = str(threading.get_native_id())
         for where, blocked in (("", False), ("  File x, line 1\n", True)):
             watch.blocks.clear()
@@ -247,10 +268,7 @@ def test_an_unsampled_late_answer_counts_no_more_than_the_loop_ran() -> None:
                 where=where,
                 loop_cpu=watch._run_delay.cpu(watch._loop_tid),
             )
-            time.sleep(0.3)  # off-CPU: no run delay, no CPU time
             watch._judge(ping, 0.3)
             assert bool(watch.blocks) is blocked, (where, watch.blocks)
     finally:
-        watch._run_delay.close()
-        watch._steal.close()
         loop.close()
