@@ -107,6 +107,28 @@ async def test_an_empty_refusal_is_not_a_failure_but_a_plain_decline(store: Sess
     assert result.note.startswith(DECLINED)
 
 
+async def test_the_tool_calls_of_a_refusal_never_run(store: SessionStore) -> None:
+    ran: list[str] = []
+
+    @tool
+    def refund(order: str) -> str:
+        """Refund an order."""
+        ran.append(order)
+        return "ok"
+
+    agent = Agent(name="a", instructions="x", tools=[refund])
+    cut = ScriptedReply(
+        text="Refunding.", tool_calls=[("c1", "refund", {"order": "A-1"})], stop_reason="refusal"
+    )
+    async with Runtime(store, ScriptedModel([cut]), agent=agent, poll_interval=0.02) as runtime:
+        result = await runtime.session(agent, "s1").turn("refund A-1")
+
+    assert ran == []
+    assert (result.status, result.text) == (TurnStatus.COMPLETED, "Refunding.")
+    [stored] = [m for m in await store.load_transcript("s1") if isinstance(m, AssistantMessage)]
+    assert (stored.stop_reason, stored.tool_calls) == ("refusal", ())
+
+
 async def test_a_paused_turn_is_continued_and_its_answer_said_once(
     store: SessionStore, api: AnthropicStandin, client: AsyncAnthropic
 ) -> None:
