@@ -121,6 +121,10 @@ class TurnCompleted(_Event):
     type: Literal["turn.completed"] = "turn.completed"
     text: str
     usage: Usage = Usage()
+    declined: str | None = Field(default=None, exclude_if=_unless_none)
+    """Set when the model refused (`agent._stops`): the line a surface shows under what the
+    model said, so a cut-off answer never reads as a whole one. Left out of the stored event
+    otherwise, so events stored before it read and write the same."""
 
 
 class TurnFailed(_Event):

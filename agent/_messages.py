@@ -88,12 +88,22 @@ class TriggerMessage(_Frozen):
     kind: str
 
 
+def _unless_none(value: object) -> bool:
+    return value is None
+
+
 class AssistantMessage(_Frozen):
     role: Literal["assistant"] = "assistant"
     turn_id: str
     content: tuple[ContentBlock, ...]
     stop_reason: str
     usage: Usage = Usage()
+    model: str | None = Field(default=None, exclude_if=_unless_none)
+    """The model that wrote the message, as the API named it. Thinking blocks are bound to the
+    model that wrote them: a session that outlives a model change (a deploy while a turn is
+    parked) must send each model only its own, so the adapter reads this to choose. None for a
+    message stored before it was recorded, or written by a model that names none; left out of
+    the stored JSON then, so those messages read and write as they always did."""
 
     @property
     def text(self) -> str:
@@ -102,10 +112,6 @@ class AssistantMessage(_Frozen):
     @property
     def tool_calls(self) -> tuple[ToolCall, ...]:
         return tuple(b for b in self.content if isinstance(b, ToolCall))
-
-
-def _unless_none(value: object) -> bool:
-    return value is None
 
 
 class ToolMessage(_Frozen):

@@ -60,6 +60,13 @@ class ModelReply(_Frozen):
     content: tuple[ContentBlock, ...]
     stop_reason: str
     usage: Usage = Usage()
+    model: str | None = None
+    """The model that answered (the API's `message.model`), stored on the assistant message so
+    a later request can tell its thinking from another model's; None when the adapter has no
+    name for it."""
+    stop_explanation: str | None = None
+    """Why the API stopped, in words a user may read (a refusal's `stop_details.explanation`);
+    None when it gave none."""
 
 
 ModelEvent = TextDelta | StreamRestart | ModelReply

@@ -11,7 +11,11 @@
   every try; and the Messages API refuses a request whose `tool_use` ids repeat. Anthropic's
   ids never repeat; a scripted or hand-written model's may.
 
-Either fails the turn before anything of the reply is committed or run (`TurnFailure`).
+- A pause after `MAX_PAUSES` pauses in a row (`agent._stops`).
+
+Either fails the turn before anything of the reply is committed or run (`TurnFailure`). A refusal
+is no abnormal stop here: it commits, empty or not, with its calls dropped (`agent._stops`); a
+pause commits even empty, since the turn goes on.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from collections.abc import Sequence
 
 from agent._errors import AbnormalStopError, ModelError
 from agent._messages import AssistantMessage, Message
+from agent._stops import PAUSE_TURN, REFUSAL, too_many_pauses
 
 NORMAL_STOPS = frozenset({"end_turn", "tool_use", "stop_sequence"})
 
@@ -28,8 +33,8 @@ def refused(
     stop_reason: str, reply: AssistantMessage, turn: Sequence[Message]
 ) -> ModelError | None:
     """Why `reply` (not yet committed) must not be, given the turn's messages so far."""
-    if stop_reason not in NORMAL_STOPS:
-        abnormal = _abnormal(stop_reason, reply)
+    if stop_reason not in NORMAL_STOPS and stop_reason != REFUSAL:
+        abnormal = _abnormal(stop_reason, reply) or too_many_pauses(stop_reason, turn)
         if abnormal is not None:
             return abnormal
     used = {c.id for m in turn if isinstance(m, AssistantMessage) for c in m.tool_calls}
@@ -44,13 +49,13 @@ def refused(
     return None
 
 
-def _abnormal(stop_reason: str, reply: AssistantMessage) -> AbnormalStopError | None:
+def _abnormal(stop_reason: str, reply: AssistantMessage) -> ModelError | None:
     if reply.tool_calls:
         names = ", ".join(call.name for call in reply.tool_calls)
         return AbnormalStopError(
             f"the model stopped ({stop_reason}) in the middle of a tool call ({names}); no "
             "call was run, since its input may be incomplete"
         )
-    if not reply.text:
+    if not reply.text and stop_reason != PAUSE_TURN:
         return AbnormalStopError(f"the model stopped with {stop_reason!r} and an empty reply")
     return None

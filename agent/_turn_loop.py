@@ -9,10 +9,8 @@ persists a live token. Cancellation is checked only at checkpoint boundaries.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Protocol, runtime_checkable
 
 from agent._errors import ModelError
 from agent._events import (
@@ -37,10 +35,12 @@ from agent._messages import (
     TriggerMessage,
     UserMessage,
 )
+from agent._model_stream import model_stream
 from agent._policy import TurnPolicy
 from agent._reply_checks import refused
 from agent._requests import InputRequest
 from agent._signals import CancellationSignal, CancelTurn, ParkTurn
+from agent._stops import PAUSE_TURN, continued_text, declined_line, kept_content
 from agent._tool_steps import ToolStepRunner, TurnFailure
 from agent._tool_values import describe_error
 from agent._turn_env import TurnEnv
@@ -48,8 +48,6 @@ from agent._turn_outcome import empty_reply_note, said_so_far, turn_usage
 from agent._turn_result import TurnResult
 from agent.seams import (
     ApprovalTimer,
-    Model,
-    ModelEvent,
     ModelReply,
     ModelRequest,
     SessionStatus,
@@ -64,31 +62,6 @@ from agent.seams import (
 __all__ = ["TurnEnv", "TurnRunner", "model_stream"]
 
 log = logging.getLogger(__name__)
-
-
-@runtime_checkable
-class _Closable(Protocol):
-    def aclose(self) -> Awaitable[object]: ...
-
-
-@asynccontextmanager
-async def model_stream(
-    model: Model, request: ModelRequest
-) -> AsyncIterator[AsyncIterator[ModelEvent]]:
-    """The model's stream, closed on the way out if it can be closed.
-
-    The loop may stop reading early (a cancel between deltas, an error), and an adapter that is
-    an async generator may still hold an HTTP response then: it must be closed at once, not left
-    to the garbage collector. The `Model` Protocol promises only an `AsyncIterator`, though, and
-    a plain iterator has no `aclose`; demanding one (`contextlib.aclosing`) failed every turn of
-    a model written to the Protocol.
-    """
-    stream = model.stream(request)
-    try:
-        yield stream
-    finally:
-        if isinstance(stream, _Closable):
-            await stream.aclose()
 
 
 class TurnRunner:
@@ -426,14 +399,16 @@ class TurnRunner:
         return reply
 
     async def _model_step(self) -> TurnResult | None:
-        """Commit one model step; returns the result when the reply ends the turn."""
+        """Commit one model step; returns the result when the reply ends the turn (a paused
+        reply does not: `agent._stops`)."""
         index = self.next_index
         reply = await self._stream_reply()
         message = AssistantMessage(
             turn_id=self.turn_id,
-            content=reply.content,
+            content=kept_content(reply),
             stop_reason=reply.stop_reason,
             usage=reply.usage,
+            model=reply.model,
         )
         said = self.turn_messages()
         refusal = refused(reply.stop_reason, message, said)
@@ -455,20 +430,18 @@ class TurnRunner:
             messages=[(index, message)],
             events=events,
         )
-        if message.tool_calls:
+        if message.tool_calls or reply.stop_reason == PAUSE_TURN:  # the turn goes on
             await self.commit(step)
             return None
         usage = turn_usage(said, reply.usage)
-        note = None if message.text.strip() else empty_reply_note(said, self.turn.input)
+        text = continued_text(said, message)
+        declined = declined_line(reply)
+        note = declined or (None if text.strip() else empty_reply_note(said, self.turn.input))
         result = TurnResult(
-            turn_id=self.turn_id,
-            status=TurnStatus.COMPLETED,
-            text=message.text,
-            usage=usage,
-            note=note,
+            turn_id=self.turn_id, status=TurnStatus.COMPLETED, text=text, usage=usage, note=note
         )
         completed = TurnCompleted(
-            session=self.session, turn_id=self.turn_id, text=message.text, usage=usage
+            session=self.session, turn_id=self.turn_id, text=text, usage=usage, declined=declined
         )
         await self.commit(
             replace(

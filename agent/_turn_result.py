@@ -23,7 +23,9 @@ class TurnResult:
     replayed: bool = False
     note: str | None = None
     """Set when a completed turn's last reply is empty: what the turn did instead (its tool
-    calls and their outcomes), or that the agent had nothing to add (`agent._turn_outcome`)."""
+    calls and their outcomes), or that the agent had nothing to add (`agent._turn_outcome`).
+    Set too when the model refused: that it declined, and why if the API said (`agent._stops`);
+    `text` is then what it said before it was stopped."""
 
     def to_json(self) -> dict[str, Any]:
         stored: dict[str, Any] = {

@@ -250,7 +250,7 @@ class AnthropicModel:
             model=model,
             max_tokens=max_tokens,
             system=system,
-            messages=message_params(transcript, long_cache=long_cache),
+            messages=message_params(transcript, long_cache=long_cache, model=model),
             tools=tools,
             thinking=self._thinking_config(max_tokens) if thinking else None,
         )

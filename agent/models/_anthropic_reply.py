@@ -1,14 +1,18 @@
 """Reads what the Messages API returned, or how it failed, back into the engine's terms.
 
 A reply's stop reason decides whether the step may commit: a normal stop always may, while an
-abnormal one (max_tokens, refusal, pause_turn, or any reason this code has not met yet) may only
-if the model said something, because committing an empty reply would leave the user with
-silence and no error, and never if it holds a tool call. Generation stopped before the model
-finished, so a call may be missing the end of its input, and the SDK parses half-sent JSON
-leniently: `{"amount_cents": 100` cut from `100000` reads as a whole, valid input. Running it
-could do the wrong thing. Continuing the generation is no way out: a prefill cannot reopen a
-half-written tool_use block, and newer models refuse prefill altogether. So the step fails, and
-its error says which limit to raise.
+abnormal one (max_tokens, or any reason this code has not met yet) may only if the model said
+something, because committing an empty reply would leave the user with silence and no error,
+and never if it holds a tool call. Two stops are neither: a `refusal` always commits (empty or
+not, its tool calls dropped, since none may run), because the engine must record the refused
+exchange to leave it out of later requests and tell the user; a `pause_turn` commits even empty,
+because the turn goes on (the engine sends it back for the model to continue).
+
+When generation stopped before the model finished, a call may be missing the end of its input,
+and the SDK parses half-sent JSON leniently: `{"amount_cents": 100` cut from `100000` reads as
+a whole, valid input. Running it could do the wrong thing. Continuing the generation is no way
+out: a prefill cannot reopen a half-written tool_use block, and newer models refuse prefill
+altogether. So the step fails, and its error says which limit to raise.
 
 Errors become `ModelError`s whose message is one line a person can act on: no SDK traceback, no
 request headers, so never the API key.
@@ -32,6 +36,8 @@ from agent._messages import (
 from agent.seams import ModelReply
 
 NORMAL_STOPS = frozenset({"end_turn", "tool_use", "stop_sequence"})
+REFUSAL = "refusal"
+PAUSE_TURN = "pause_turn"
 RESTARTABLE_ERROR_TYPES = frozenset(
     {"overloaded_error", "api_error", "rate_limit_error", "timeout_error"}
 )
@@ -47,15 +53,26 @@ def to_reply(message: api.Message, *, max_tokens: int, max_tokens_from: str) -> 
     tool calls; `max_tokens_from` names the setting to raise when the cut was max_tokens."""
     content = tuple(b for b in map(_content_block, message.content) if b is not None)
     stop_reason = message.stop_reason or "unknown"
-    if stop_reason not in NORMAL_STOPS:
+    explanation = None
+    if stop_reason == REFUSAL:
+        content = tuple(b for b in content if not isinstance(b, ToolCall))
+        details = message.stop_details
+        explanation = details.explanation if details is not None else None
+    elif stop_reason not in NORMAL_STOPS:
         calls = [b.name for b in content if isinstance(b, ToolCall)]
         if calls:
             raise AbnormalStopError(
                 _cut_calls(stop_reason, calls, max_tokens=max_tokens, where=max_tokens_from)
             )
-        if not _says_something(content):
+        if stop_reason != PAUSE_TURN and not _says_something(content):
             raise AbnormalStopError(f"the model stopped ({stop_reason}) with an empty reply")
-    return ModelReply(content=content, stop_reason=stop_reason, usage=to_usage(message.usage))
+    return ModelReply(
+        content=content,
+        stop_reason=stop_reason,
+        usage=to_usage(message.usage),
+        model=message.model or None,
+        stop_explanation=explanation,
+    )
 
 
 def _cut_calls(stop_reason: str, calls: list[str], *, max_tokens: int, where: str) -> str:

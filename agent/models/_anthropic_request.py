@@ -10,6 +10,20 @@ after which the turn may wait for one (`ModelRequest.may_wait`) writes its break
 1-hour lifetime instead, all of them, since a 1-hour breakpoint may not follow a 5-minute one.
 A context budget may leave old exchanges out, but only whole ones: a `tool_use` sent without its
 `tool_result` (or the reverse) is a request the API refuses.
+
+Two things the transcript keeps are not sent as they are. Thinking blocks are bound to the model
+that wrote them on the families that bind it (`_families`, `thinking_bound`; see
+https://platform.claude.com/docs/en/build-with-claude/preserved-thinking): a model of such a
+family is sent only the thinking its own id wrote, never another model's or one of unknown
+origin (stored before messages named their model), so a session survives a model change even
+while a turn is parked. A family that does not bind thinking gets every block as stored: its
+API reads the blocks it can and drops the rest without an error, and a tool-use loop there
+wants its blocks echoed as received. And a turn the model refused (`stop_reason` "refusal") is
+left out whole, the words that drew the refusal with it: the streaming-refusals doc
+(https://platform.claude.com/docs/en/test-and-evaluate/strengthen-guardrails/handle-streaming-refusals)
+says to remove the turn that triggered it, since every request that re-sends it is refused
+again. A turn is a contiguous run of messages opened by a user's or a trigger's, so leaving it
+out keeps roles alternating and every `tool_use` with its `tool_result`.
 """
 
 from __future__ import annotations
@@ -30,6 +44,7 @@ from agent._messages import (
     TriggerMessage,
     UserMessage,
 )
+from agent.models._families import family_of
 from agent.seams import ToolSpec
 
 Block = dict[str, Any]
@@ -54,6 +69,7 @@ a little and code a little less; a budget should leave headroom below the model'
 
 _UNCACHEABLE = frozenset({"thinking", "redacted_thinking"})
 _EMPTY_TEXT = "(empty message)"
+REFUSAL = "refusal"
 
 
 def estimate_tokens(value: object) -> int:
@@ -90,16 +106,26 @@ def tool_params(tools: Sequence[ToolSpec], *, long_cache: bool = False) -> list[
     return params
 
 
-def message_params(messages: Sequence[Message], *, long_cache: bool = False) -> list[ApiMessage]:
+def message_params(
+    messages: Sequence[Message], *, long_cache: bool = False, model: str | None = None
+) -> list[ApiMessage]:
     """Alternating API messages, with a cache breakpoint on the transcript's last cacheable block.
 
     Consecutive messages of one side are merged (tool results then a user's words is one `user`
     message, tool results first as the API requires). An assistant message with no content, such
     as an `end_turn` with nothing said, is skipped: the API refuses an empty assistant message.
+    `model` is the model the request goes to: it decides which thinking blocks go (see above);
+    without it every block goes as stored. Refused turns are left out either way.
     """
+    refused = refused_turns(messages)
+    bound = model is not None and family_of(model).thinking_bound
     merged: list[tuple[Role, list[Block]]] = []
     for message in messages:
-        role, blocks = _role_and_blocks(message)
+        if message.turn_id in refused:
+            continue
+        role, blocks = _role_and_blocks(
+            message, own_thinking_only=bound and _foreign(message, model)
+        )
         if not blocks:
             continue
         if merged and merged[-1][0] == role:
@@ -152,12 +178,32 @@ def _exchanges(messages: Sequence[Message]) -> list[list[Message]]:
     return exchanges
 
 
-def _role_and_blocks(message: Message) -> tuple[Role, list[Block]]:
+def refused_turns(messages: Sequence[Message]) -> frozenset[str]:
+    """The turns whose model refused (one pass; usually none)."""
+    return frozenset(
+        m.turn_id for m in messages if isinstance(m, AssistantMessage) and m.stop_reason == REFUSAL
+    )
+
+
+def _foreign(message: Message, model: str | None) -> bool:
+    """Whether `message` is an assistant message not written by `model` (or by no known one)."""
+    return isinstance(message, AssistantMessage) and message.model != model
+
+
+def _role_and_blocks(
+    message: Message, *, own_thinking_only: bool = False
+) -> tuple[Role, list[Block]]:
+    """`own_thinking_only`: the message's thinking is another model's, so it stays out."""
     match message:
         case UserMessage() | TriggerMessage():
             return "user", [{"type": "text", "text": message.text or _EMPTY_TEXT}]
         case AssistantMessage():
-            return "assistant", [b for b in map(_content_block, message.content) if b is not None]
+            content = message.content
+            if own_thinking_only:
+                content = tuple(
+                    b for b in content if not isinstance(b, ThinkingBlock | RedactedThinkingBlock)
+                )
+            return "assistant", [b for b in map(_content_block, content) if b is not None]
         case ToolMessage():
             return "user", [_tool_result(message)]
         case _:

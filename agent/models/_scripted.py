@@ -35,6 +35,9 @@ class ScriptedReply:
     """`ToolCall`s, or `(call id, tool name, input)` triples."""
     stop_reason: str | None = None
     usage: Usage = field(default_factory=lambda: Usage(input_tokens=10, output_tokens=5))
+    model: str | None = None
+    """The model the reply says wrote it; by default the one the request names, if any."""
+    stop_explanation: str | None = None
 
     def chunks(self) -> list[str]:
         return [self.text] if isinstance(self.text, str) else list(self.text)
@@ -51,7 +54,13 @@ class ScriptedReply:
                 else ToolCall(id=call[0], name=call[1], input=dict(call[2]))
             )
         stop = self.stop_reason or ("tool_use" if self.tool_calls else "end_turn")
-        return ModelReply(content=tuple(content), stop_reason=stop, usage=self.usage)
+        return ModelReply(
+            content=tuple(content),
+            stop_reason=stop,
+            usage=self.usage,
+            model=self.model,
+            stop_explanation=self.stop_explanation,
+        )
 
 
 Responder = Callable[[ModelRequest, int], ScriptedReply]
@@ -133,4 +142,7 @@ class ScriptedModel:
             if self._delta_delay:
                 await asyncio.sleep(self._delta_delay)
             yield TextDelta(text=chunk)
-        yield scripted.reply()
+        reply = scripted.reply()
+        if reply.model is None and request.settings.model:
+            reply = reply.model_copy(update={"model": request.settings.model})
+        yield reply

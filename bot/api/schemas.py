@@ -114,11 +114,13 @@ class TurnOut(_Out):
     replayed: bool
     poll: str
     note: str | None = Field(
-        description="Set only when a completed turn's last reply is empty: what the turn did "
+        description="Set when a completed turn's last reply is empty: what the turn did "
         "instead, each tool call with its outcome (`ok`, `failed`, `denied`, `expired`, "
         "`cancelled`, `not run: awaits confirmation`), e.g. `The agent added nothing after its "
         "tool calls: lookup_order (ok), issue_refund (denied).`, or `The agent had nothing to "
-        "add.` Show it where the reply would have been."
+        "add.` Show it where the reply would have been. Also set when the model declined "
+        "(a refusal): `The model declined to answer this request. ...`; `text` is then what it "
+        "said before it stopped, and the request is left out of the conversation from then on."
     )
 
 

@@ -283,6 +283,8 @@ class SessionRenderer:
                 # A model that ends with no words after its tools still gets a last line: what
                 # the calls came to (or that it had nothing to add), never silence.
                 said = None if event.text.strip() else summary(await self._tasks_of(view))
+                if event.declined:  # a refusal: what was shown is cut off, and the user is told
+                    said = f"_{event.declined}_"
                 await self._end(view, said, feedback=True)
             case "turn.failed":
                 view = await self.replies.view_for(event.turn_id)

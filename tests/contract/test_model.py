@@ -11,7 +11,9 @@ The contract is what the turn loop relies on:
 - `StreamRestart` only before the reply (the adapter retried; what streamed is void);
 - a consumer may stop reading at any point (a cancel between deltas): the stream is then closed
   the way the loop closes it (`model_stream`) without error, and the model keeps working.
-The last group runs whole turns through the engine on each model.
+The last group runs whole turns through the engine on each model, a refusal and a paused turn
+among them (`agent._stops`): a refusal, even empty, ends the turn as declined, never as a
+failure; a pause is continued by the next step.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from agent import (
     tool,
 )
 from agent._signals import CancelTurn
+from agent._stops import DECLINED
 from agent._turn_loop import model_stream
 from agent.seams import (
     ModelEvent,
@@ -327,6 +330,35 @@ async def test_an_empty_abnormal_stop_fails_the_turn(harness: ModelHarness) -> N
     assert result.error.startswith("AbnormalStopError: ")
     assert "max_tokens" in result.error
     assert [type(m).__name__ for m in await store.load_transcript("s1")] == ["UserMessage"]
+
+
+@every_model
+async def test_an_empty_refusal_completes_the_turn_as_declined(harness: ModelHarness) -> None:
+    agent = Agent(name="a", instructions="x")
+    harness.say(Say(stop_reason="refusal"))
+    store = MemoryStore()
+
+    async with runtime(store, harness, agent) as rt:
+        result = await rt.session(agent, "s1").turn("hi")
+
+    assert (result.status, result.text) == (TurnStatus.COMPLETED, "")
+    assert (result.note or "").startswith(DECLINED)
+    transcript = await store.load_transcript("s1")
+    assert [getattr(m, "stop_reason", None) for m in transcript] == [None, "refusal"]
+
+
+@every_model
+async def test_a_paused_reply_is_continued_by_the_next_step(harness: ModelHarness) -> None:
+    agent = Agent(name="a", instructions="x")
+    harness.say(Say(["Part one."], stop_reason="pause_turn"), Say(["Part two."]))
+    store = MemoryStore()
+
+    async with runtime(store, harness, agent) as rt:
+        result = await rt.session(agent, "s1").turn("hi")
+
+    assert (result.status, result.text) == (TurnStatus.COMPLETED, "Part one.\n\nPart two.")
+    transcript = await store.load_transcript("s1")
+    assert [getattr(m, "stop_reason", None) for m in transcript] == [None, "pause_turn", "end_turn"]
 
 
 @every_model

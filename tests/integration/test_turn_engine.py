@@ -346,7 +346,7 @@ async def test_tool_error_is_cut_and_carries_no_stack(store: SessionStore) -> No
     assert "Traceback" not in error
 
 
-@pytest.mark.parametrize("stop", ["max_tokens", "refusal", "content_filter", "some_new_reason"])
+@pytest.mark.parametrize("stop", ["max_tokens", "content_filter", "some_new_reason"])
 async def test_abnormal_empty_stop_fails_before_commit(store: SessionStore, stop: str) -> None:
     agent = Agent(name="a", instructions="x")
     model = ScriptedModel([ScriptedReply(text="", stop_reason=stop)])
@@ -361,7 +361,7 @@ async def test_abnormal_empty_stop_fails_before_commit(store: SessionStore, stop
 
 
 @pytest.mark.parametrize(
-    "stop", ["max_tokens", "model_context_window_exceeded", "refusal", "some_new_reason"]
+    "stop", ["max_tokens", "model_context_window_exceeded", "pause_turn", "some_new_reason"]
 )
 async def test_tool_calls_of_an_abnormal_stop_are_never_run(store: SessionStore, stop: str) -> None:
     ran: list[dict[str, Any]] = []

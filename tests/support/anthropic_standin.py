@@ -37,6 +37,7 @@ from starlette.routing import Route
 
 from bot.asgi_server import BackgroundServer
 from tests.support.anthropic_cache import PromptCache, cache_control_problem
+from tests.support.anthropic_signatures import binding_problem, signed_events
 
 Event = tuple[str, dict[str, Any]]
 
@@ -117,6 +118,7 @@ def sse_reply(
     error_type: str = "overloaded_error",
     cut_after: int | None = None,
     max_tokens_after: int | None = None,
+    refusal: str | None = None,
 ) -> SseReply:
     """A streamed message as the API sends it: `message_start`, blocks, `message_delta`, stop.
 
@@ -124,6 +126,8 @@ def sse_reply(
     `cut_after=n` ends it there silently, as a dropped connection would;
     `max_tokens_after=n` is the model running out of tokens after its n-th delta: the open block
     is closed where it stands (a tool call with half its JSON) and the stop is `max_tokens`.
+    `stop_reason="refusal"` ends it as the streaming classifiers do, `stop_details` on the
+    `message_delta` (`refusal`: its explanation); `stop_reason="pause_turn"` as a paused turn.
     """
     stop = stop_reason or (
         "tool_use" if any(isinstance(c, ToolUse) for c in content) else "end_turn"
@@ -170,6 +174,7 @@ def sse_reply(
                 "delta": {
                     "stop_reason": stop,
                     "stop_sequence": "STOP" if stop == "stop_sequence" else None,
+                    **_stop_details(stop, refusal),
                 },
                 "usage": {"output_tokens": output_tokens},
             },
@@ -177,6 +182,16 @@ def sse_reply(
     )
     events.append(("message_stop", {"type": "message_stop"}))
     return SseReply(events)
+
+
+def _stop_details(stop: str, explanation: str | None) -> dict[str, Any]:
+    """A refusal's `stop_details` arrive on the `message_delta`, beside the stop reason; its
+    category and explanation may be null
+    (https://platform.claude.com/docs/en/test-and-evaluate/strengthen-guardrails/handle-streaming-refusals)."""
+    if stop != "refusal":
+        return {}
+    category = "cyber" if explanation else None
+    return {"stop_details": {"type": "refusal", "category": category, "explanation": explanation}}
 
 
 def http_error(
@@ -252,7 +267,7 @@ class AnthropicStandin:
         body = await request.json()
         with self._lock:
             self.requests.append(RecordedRequest(body=body, headers=dict(request.headers)))
-        problem = request_problem(body) or cache_control_problem(body)
+        problem = request_problem(body) or cache_control_problem(body) or binding_problem(body)
         if problem is not None:
             return _error_response(
                 HttpError(400, "invalid_request_error", problem, {"x-should-retry": "false"})
@@ -369,7 +384,7 @@ def _all_blocks(body: dict[str, Any]) -> Iterable[dict[str, Any]]:
 
 async def _stream(events: list[Event], model: str, cached: dict[str, Any]) -> AsyncIterator[bytes]:
     """`cached`: the usage the cache rules gave, where the scripted reply did not say."""
-    for name, data in events:
+    for name, data in signed_events(events, model):
         if name == "message_start":
             usage = {**cached, **data["message"]["usage"]}
             data = {**data, "message": {**data["message"], "model": model, "usage": usage}}

@@ -36,6 +36,7 @@ from agent import (
 from agent._messages import RedactedThinkingBlock
 from agent.models._anthropic_request import bound_transcript
 from agent.seams import ModelEvent, ModelReply, ModelRequest, StreamRestart, TextDelta, ToolSpec
+from tests.support.anthropic_signatures import sign
 from tests.support.anthropic_standin import (
     AnthropicStandin,
     RedactedThinking,
@@ -412,7 +413,9 @@ async def test_a_tool_call_cut_off_at_max_tokens_fails_the_step(
     assert "(the agent's model settings)" in str(explicit)
 
 
-@pytest.mark.parametrize("stop_reason", ["refusal", "model_context_window_exceeded", "a_new_one"])
+@pytest.mark.parametrize(
+    "stop_reason", ["pause_turn", "model_context_window_exceeded", "a_new_one"]
+)
 async def test_tool_calls_with_another_abnormal_stop_fail_the_step(
     api: AnthropicStandin, model: AnthropicModel, stop_reason: str
 ) -> None:
@@ -428,7 +431,7 @@ async def test_tool_calls_with_another_abnormal_stop_fail_the_step(
 
 @pytest.mark.parametrize(
     "stop_reason",
-    ["max_tokens", "refusal", "pause_turn", "model_context_window_exceeded", "a_new_reason"],
+    ["max_tokens", "model_context_window_exceeded", "a_new_reason"],
 )
 async def test_an_abnormal_stop_with_an_empty_reply_fails_the_step(
     api: AnthropicStandin, model: AnthropicModel, stop_reason: str
@@ -667,20 +670,24 @@ async def test_thinking_blocks_are_stored_and_echoed(
 
     assert deltas(first) == ["Checking."]
     reply = reply_of(first)
+    signature, data = sign("claude-test", "sig-abc"), sign("claude-test", "opaque==")
     assert reply.content == (
-        ThinkingBlock(thinking="The user wants the weather.", signature="sig-abc"),
-        RedactedThinkingBlock(data="opaque=="),
+        ThinkingBlock(thinking="The user wants the weather.", signature=signature),
+        RedactedThinkingBlock(data=data),
         TextBlock(text="Checking."),
         ToolCall(id="tu_1", name="weather", input={"city": "Oslo"}),
     )
+    assert reply.model == "claude-test"
 
-    stored = AssistantMessage(turn_id=T, content=reply.content, stop_reason=reply.stop_reason)
+    stored = AssistantMessage(
+        turn_id=T, content=reply.content, stop_reason=reply.stop_reason, model=reply.model
+    )
     result = ToolMessage(turn_id=T, call_id="tu_1", name="weather", result={"c": -3})
     await collect(model, ask(opening, stored, result, thinking=True))
 
     assert api.bodies[1]["messages"][1]["content"] == [
-        {"type": "thinking", "thinking": "The user wants the weather.", "signature": "sig-abc"},
-        {"type": "redacted_thinking", "data": "opaque=="},
+        {"type": "thinking", "thinking": "The user wants the weather.", "signature": signature},
+        {"type": "redacted_thinking", "data": data},
         {"type": "text", "text": "Checking."},
         {"type": "tool_use", "id": "tu_1", "name": "weather", "input": {"city": "Oslo"}},
     ]
@@ -731,13 +738,18 @@ async def test_the_breakpoint_skips_a_trailing_thinking_block(
     api.enqueue(sse_reply(Text("continued")))
     prefill = AssistantMessage(
         turn_id=T,
-        content=(TextBlock(text="So far"), ThinkingBlock(thinking="t", signature="s")),
+        content=(
+            TextBlock(text="So far"),
+            ThinkingBlock(thinking="t", signature=sign("claude-test", "s")),
+        ),
         stop_reason="pause_turn",
+        model="claude-test",
     )
 
     await collect(model, ask(UserMessage(turn_id=T, text="go"), prefill))
 
     assert breakpoints(api.bodies[0]) == ["system.0", "tools.1", "messages.1.0"]
+    assert api.bodies[0]["messages"][1]["content"][1]["type"] == "thinking"
 
 
 async def test_usage_is_recorded_per_step_and_sums_per_turn(
