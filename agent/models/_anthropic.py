@@ -18,11 +18,26 @@ from typing import Any, cast
 
 import anthropic
 import httpx2
+from anthropic.lib.streaming import BetaAsyncMessageStreamManager
 from anthropic.types import MessageParam, TextBlockParam, ThinkingConfigParam, ToolParam
+from anthropic.types.beta import (
+    BetaContextManagementConfigParam,
+    BetaMessageParam,
+    BetaTextBlockParam,
+    BetaThinkingConfigParam,
+    BetaToolParam,
+)
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agent._errors import ModelError
+from agent.models._anthropic_context import (
+    ContextMode,
+    ContextPlan,
+    check_compact_at,
+    context_plan,
+    request_transcript,
+)
 from agent.models._anthropic_reply import StreamCutError, describe, is_restartable, to_reply
 from agent.models._anthropic_request import (
     DEFAULT_MAX_TOKENS,
@@ -30,7 +45,6 @@ from agent.models._anthropic_request import (
     MIN_THINKING_BUDGET,
     Block,
     accepts_long_cache,
-    bound_transcript,
     estimate_tokens,
     message_params,
     system_blocks,
@@ -93,6 +107,11 @@ class AnthropicSettings(BaseSettings):
     long_cache: bool = True
     """`ANTHROPIC_LONG_CACHE=false` keeps every breakpoint at the 5-minute default (a gateway
     that refuses `ttl`); prefixes then expire while a person decides."""
+    context_management: ContextMode = "auto"
+    """`auto`: the API's context management where the model's family takes it (compaction,
+    else tool-result clearing); `off`: only the local window (`max_context_tokens`)."""
+    compact_at_tokens: int | None = None
+    """Input tokens at which the API compacts the thread; unset: the API's default (150,000)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -105,6 +124,8 @@ class _Params:
     messages: list[Block]
     tools: list[Block]
     thinking: dict[str, Any] | None
+    context: ContextPlan | None = None
+    """Set: the request goes to the beta endpoint with `context_management` and its betas."""
 
 
 class AnthropicModel:
@@ -132,11 +153,17 @@ class AnthropicModel:
         thinking_budget: int | None = None,
         max_context_tokens: int | None = None,
         long_cache: bool = True,
+        context_management: ContextMode = "auto",
+        compact_at_tokens: int | None = None,
         restart_delay: float = 0.5,
         client: anthropic.AsyncAnthropic | None = None,
     ) -> None:
         if thinking_budget is not None:
             _check_budget(thinking_budget, max_tokens)
+        try:
+            check_compact_at(compact_at_tokens)
+        except ValueError as err:
+            raise ModelError(str(err)) from None
         if client is None:
             if not (api_key and api_key.strip()):
                 raise ModelError(MISSING_KEY)
@@ -153,6 +180,8 @@ class AnthropicModel:
         self._thinking_budget = thinking_budget
         self._max_context_tokens = max_context_tokens
         self._long_cache = long_cache
+        self._context_management = context_management
+        self._compact_at_tokens = compact_at_tokens
         self._max_restarts = client.max_retries
         self._restart_delay = restart_delay
         self._warned_temperature = False
@@ -172,6 +201,8 @@ class AnthropicModel:
             thinking_budget=settings.thinking_budget,
             max_context_tokens=settings.max_context_tokens,
             long_cache=settings.long_cache,
+            context_management=settings.context_management,
+            compact_at_tokens=settings.compact_at_tokens,
         )
 
     @classmethod
@@ -222,7 +253,20 @@ class AnthropicModel:
             )
             return
 
-    def _open(self, params: _Params) -> anthropic.AsyncMessageStreamManager[None]:
+    def _open(
+        self, params: _Params
+    ) -> anthropic.AsyncMessageStreamManager[None] | BetaAsyncMessageStreamManager[None]:
+        if params.context is not None:
+            return self._client.beta.messages.stream(
+                model=params.model,
+                max_tokens=params.max_tokens,
+                messages=cast("list[BetaMessageParam]", params.messages),
+                system=cast("list[BetaTextBlockParam]", params.system) or anthropic.omit,
+                tools=cast("list[BetaToolParam]", params.tools) or anthropic.omit,
+                thinking=cast("BetaThinkingConfigParam", params.thinking) or anthropic.omit,
+                context_management=cast("BetaContextManagementConfigParam", params.context.param()),
+                betas=list(params.context.betas),
+            )
         return self._client.messages.stream(
             model=params.model,
             max_tokens=params.max_tokens,
@@ -241,8 +285,9 @@ class AnthropicModel:
         long_cache = request.may_wait and self._long_cache and accepts_long_cache(model)
         system = system_blocks(request.system, long_cache=long_cache)
         tools = tool_params(request.tools, long_cache=long_cache)
-        transcript = bound_transcript(
-            request.messages, self._max_context_tokens, estimate_tokens([system, tools])
+        context = context_plan(model, self._context_management, self._compact_at_tokens)
+        transcript = request_transcript(
+            request.messages, context, self._max_context_tokens, estimate_tokens([system, tools])
         )
         if settings.temperature is not None:
             self._skip_temperature(settings.temperature)
@@ -253,6 +298,7 @@ class AnthropicModel:
             messages=message_params(transcript, long_cache=long_cache),
             tools=tools,
             thinking=self._thinking_config(max_tokens) if thinking else None,
+            context=context,
         )
 
     def _skip_temperature(self, temperature: float) -> None:
