@@ -98,7 +98,8 @@ async def test_the_old_family_clears_tool_results_and_keeps_the_local_window(
     assert sent.body["context_management"] == {"edits": [{"type": "clear_tool_uses_20250919"}]}
     assert sent.headers["anthropic-beta"] == "context-management-2025-06-27"
     texts = [m["content"][0].get("text", "") for m in sent.body["messages"]]
-    assert len(texts) == 3 and texts[0].startswith("question 2"), "the local window still cuts"
+    assert len(texts) == 3, "the local window still cuts"
+    assert texts[0].startswith("question 2")
 
 
 @pytest.mark.parametrize(
@@ -125,7 +126,8 @@ async def test_a_compaction_block_is_kept_and_sent_back_byte_for_byte(
     api.enqueue(sse_reply(Text("Here is the answer.")))
     got = await reply(model, ask(*history, UserMessage(turn_id="t2", text="question 2")))
     block, text = got.content
-    assert isinstance(block, CompactionBlock) and block.content
+    assert isinstance(block, CompactionBlock)
+    assert block.content
     assert text == TextBlock(text="Here is the answer.")
     stored = message_from_json(
         message_to_json(
@@ -170,7 +172,8 @@ async def test_only_the_newest_compaction_is_sent(api: AnthropicStandin) -> None
     kept = context_transcript(messages, compacts=True)
     assert kept[0] == UserMessage(turn_id="t1", text="go")
     blocks = [b for m in kept if isinstance(m, AssistantMessage) for b in m.content]
-    assert first not in blocks and second in blocks
+    assert first not in blocks
+    assert second in blocks
     plain = context_transcript(messages, compacts=False)
     assert len(plain) == len(messages)
     assert not any(
