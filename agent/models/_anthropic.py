@@ -62,10 +62,18 @@ def _build_stream_snapshot_type() -> None:
     stream. Built here, with the import, instead."""
     try:
         from anthropic.lib._parse._response import ResponseFormatT
+        from anthropic.types.beta.parsed_beta_message import ParsedBetaMessage
         from anthropic.types.parsed_message import ParsedMessage
     except ImportError:  # a later SDK moved them: then only its first stream pays
         return
     _ = ParsedMessage[ResponseFormatT]
+    _ = ParsedBetaMessage[ResponseFormatT]  # the beta endpoint's (context management)
+    try:  # the beta stream's event union: its validator, too, is built on first use
+        from anthropic._models import construct_type
+        from anthropic.types.beta import BetaRawMessageStreamEvent
+    except ImportError:
+        return
+    construct_type(type_=BetaRawMessageStreamEvent, value={"type": "message_start", "message": {}})
 
 
 _build_stream_snapshot_type()
