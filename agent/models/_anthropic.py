@@ -11,15 +11,23 @@ so this adapter sends the request again itself, and if text had already streamed
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, cast
 
 import anthropic
 import httpx2
 from anthropic.lib.streaming import BetaAsyncMessageStreamManager
-from anthropic.types import MessageParam, TextBlockParam, ThinkingConfigParam, ToolParam
+from anthropic.types import (
+    MessageCountTokensToolParam,
+    MessageParam,
+    TextBlockParam,
+    ThinkingConfigParam,
+    ToolParam,
+)
 from anthropic.types.beta import (
     BetaContextManagementConfigParam,
     BetaMessageParam,
@@ -31,6 +39,7 @@ from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agent._errors import ModelError
+from agent.models._anthropic_budget import fit_by_count
 from agent.models._anthropic_context import (
     ContextMode,
     ContextPlan,
@@ -67,7 +76,7 @@ def _build_stream_snapshot_type() -> None:
     except ImportError:  # a later SDK moved them: then only its first stream pays
         return
     _ = ParsedMessage[ResponseFormatT]
-    _ = ParsedBetaMessage[ResponseFormatT]  # the beta endpoint's (context management)
+    _beta = ParsedBetaMessage[ResponseFormatT]  # the beta endpoint's (context management)
     try:  # the beta stream's event union: its validator, too, is built on first use
         from anthropic._models import construct_type
         from anthropic.types.beta import BetaRawMessageStreamEvent
@@ -193,6 +202,7 @@ class AnthropicModel:
         self._max_restarts = client.max_retries
         self._restart_delay = restart_delay
         self._warned_temperature = False
+        self._warned_count = False
 
     @classmethod
     def from_settings(cls, settings: AnthropicSettings) -> AnthropicModel:
@@ -227,7 +237,7 @@ class AnthropicModel:
             await self._client.close()
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        params = self._params(request)
+        params = await self._counted(request, self._params(request))
         restarts = 0
         while True:
             began = finished = streamed = False
@@ -283,6 +293,51 @@ class AnthropicModel:
             tools=cast("list[ToolParam]", params.tools) or anthropic.omit,
             thinking=cast("ThinkingConfigParam", params.thinking) or anthropic.omit,
         )
+
+    async def _counted(self, request: ModelRequest, params: _Params) -> _Params:
+        """Where a local budget is enforced, the API's count decides what fits (see
+        `fit_by_count`); unreachable, the estimate `_params` applied stands."""
+        budget = self._max_context_tokens
+        if budget is None or (params.context is not None and params.context.compacts):
+            return params
+        long_cache = request.may_wait and self._long_cache and accepts_long_cache(params.model)
+        overhead = estimate_tokens([params.system, params.tools])
+        whole = request_transcript(request.messages, params.context, None, overhead)
+        try:
+            kept = await fit_by_count(
+                whole, budget, overhead, partial(self._count, params), long_cache=long_cache
+            )
+        except (anthropic.APIError, httpx2.TransportError) as err:
+            if not self._warned_count:
+                self._warned_count = True
+                log.warning(
+                    "token counting failed, the estimate bounds the request: %s", describe(err)
+                )
+            return params
+        return dataclasses.replace(params, messages=message_params(kept, long_cache=long_cache))
+
+    async def _count(self, params: _Params, messages: list[Block]) -> int:
+        """The request as `_open` sends it, counted (the beta endpoint's count is after the
+        context edits, which is what the model reads)."""
+        if params.context is not None:
+            counted = await self._client.beta.messages.count_tokens(
+                model=params.model,
+                messages=cast("list[BetaMessageParam]", messages),
+                system=cast("list[BetaTextBlockParam]", params.system) or anthropic.omit,
+                tools=cast("list[BetaToolParam]", params.tools) or anthropic.omit,
+                thinking=cast("BetaThinkingConfigParam", params.thinking) or anthropic.omit,
+                context_management=cast("BetaContextManagementConfigParam", params.context.param()),
+                betas=list(params.context.betas),
+            )
+            return counted.input_tokens
+        plain = await self._client.messages.count_tokens(
+            model=params.model,
+            messages=cast("list[MessageParam]", messages),
+            system=cast("list[TextBlockParam]", params.system) or anthropic.omit,
+            tools=cast("list[MessageCountTokensToolParam]", params.tools) or anthropic.omit,
+            thinking=cast("ThinkingConfigParam", params.thinking) or anthropic.omit,
+        )
+        return plain.input_tokens
 
     def _params(self, request: ModelRequest) -> _Params:
         settings = request.settings

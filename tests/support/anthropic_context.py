@@ -176,8 +176,15 @@ def read_from_compaction(body: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def input_tokens(body: dict[str, Any]) -> int:
-    read = [body.get("system", []), body.get("tools", []), read_from_compaction(body)]
-    return -(-len(json.dumps(read, ensure_ascii=False)) // 4)
+    return tokens_of([body.get("system", []), body.get("tools", []), read_from_compaction(body)])
+
+
+def tokens_of(value: object) -> int:
+    """Four characters of JSON a token, and about one more for each character outside ASCII (a
+    Japanese character is a token or more), so the adapter's characters / 4 estimate is not
+    what the stand-in counts: the count is the API's to give."""
+    text = json.dumps(value, ensure_ascii=False)
+    return -(-len(text) // 4) + (len(text.encode()) - len(text)) // 2
 
 
 def window_refusal(body: dict[str, Any]) -> Refusal | None:
@@ -301,11 +308,6 @@ def count_tokens_problem(body: dict[str, Any], headers: Mapping[str, str]) -> Re
 def token_count(body: dict[str, Any]) -> dict[str, Any]:
     count: dict[str, Any] = {"input_tokens": input_tokens(body)}
     if body.get("context_management"):
-        full = {**body, "messages": body.get("messages", [])}
-        count["context_management"] = {
-            "original_input_tokens": -(
-                -len(json.dumps([full.get("system", []), full.get("tools", []), full["messages"]]))
-                // 4
-            )
-        }
+        whole = [body.get("system", []), body.get("tools", []), body.get("messages", [])]
+        count["context_management"] = {"original_input_tokens": tokens_of(whole)}
     return count

@@ -202,6 +202,8 @@ class AnthropicStandin:
 
     def __init__(self) -> None:
         self.requests: list[RecordedRequest] = []
+        self.counts: list[RecordedRequest] = []
+        """Requests to the token counting endpoint, kept apart from the messages ones."""
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
         self.cache = PromptCache()
@@ -227,6 +229,7 @@ class AnthropicStandin:
         with self._lock:
             self._replies.clear()
             self.requests.clear()
+            self.counts.clear()
             self.cache.clear()
 
     def advance(self, seconds: float) -> None:
@@ -299,10 +302,10 @@ class AnthropicStandin:
                 )
 
     async def _count_tokens(self, request: Request) -> Response:
-        """`/v1/messages/count_tokens`: the same estimate the window and triggers use."""
+        """`/v1/messages/count_tokens`: the same count the window and triggers use."""
         body = await request.json()
         with self._lock:
-            self.requests.append(RecordedRequest(body=body, headers=dict(request.headers)))
+            self.counts.append(RecordedRequest(body=body, headers=dict(request.headers)))
         refusal = count_tokens_problem(body, request.headers)
         if refusal is not None:
             return refusal.response()
