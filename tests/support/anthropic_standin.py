@@ -204,6 +204,8 @@ class AnthropicStandin:
         self.requests: list[RecordedRequest] = []
         self.counts: list[RecordedRequest] = []
         """Requests to the token counting endpoint, kept apart from the messages ones."""
+        self.count_error: HttpError | None = None
+        """Set: what the counting endpoint answers (a gateway without it, an outage)."""
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
         self.cache = PromptCache()
@@ -230,6 +232,7 @@ class AnthropicStandin:
             self._replies.clear()
             self.requests.clear()
             self.counts.clear()
+            self.count_error = None
             self.cache.clear()
 
     def advance(self, seconds: float) -> None:
@@ -306,6 +309,8 @@ class AnthropicStandin:
         body = await request.json()
         with self._lock:
             self.counts.append(RecordedRequest(body=body, headers=dict(request.headers)))
+        if self.count_error is not None:
+            return _error_response(self.count_error)
         refusal = count_tokens_problem(body, request.headers)
         if refusal is not None:
             return refusal.response()

@@ -13,7 +13,7 @@ from agent import AnthropicModel, AssistantMessage, Message, ModelSettings, Text
 from agent.models._anthropic_request import estimate_tokens, message_params
 from agent.seams import ModelReply, ModelRequest
 from tests.support.anthropic_context import tokens_of
-from tests.support.anthropic_standin import AnthropicStandin, Text, sse_reply
+from tests.support.anthropic_standin import AnthropicStandin, Text, http_error, sse_reply
 
 KEY = "sk-ant-test-key-0123456789"
 OLD = "claude-sonnet-4-6"
@@ -76,3 +76,20 @@ async def test_without_a_budget_nothing_is_counted(
     api.enqueue(sse_reply(Text("ok")))
     await send(AnthropicModel(client=client, model=OLD), thread("words"))
     assert api.counts == []
+
+
+async def test_when_counting_fails_the_estimate_bounds_the_request(
+    api: AnthropicStandin, client: AsyncAnthropic, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A gateway without the counting endpoint still gets its turns; the operator hears once."""
+    api.count_error = http_error(404, "not_found_error", retry_after_ms=None)
+    api.enqueue(sse_reply(Text("a")), sse_reply(Text("b")))
+    model = AnthropicModel(client=client, model=OLD, max_context_tokens=3000)
+    messages = thread("words " * 1000)
+    await send(model, messages)
+    await send(model, messages)
+    first, _ = api.bodies
+    assert first["messages"][0]["content"][0]["text"].startswith("question 2")
+    warnings = [r for r in caplog.records if "token counting failed" in r.getMessage()]
+    assert len(warnings) == 1
+    assert KEY not in warnings[0].getMessage()
