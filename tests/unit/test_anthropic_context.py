@@ -219,3 +219,24 @@ async def test_a_reply_that_fills_the_window_says_so(
 def test_a_compaction_trigger_below_the_floor_fails_at_start(client: AsyncAnthropic) -> None:
     with pytest.raises(ModelError, match="at least 50,000"):
         model_for(client, NEW, compact_at_tokens=10_000)
+
+
+@pytest.mark.parametrize("model", [NEW, OLD])
+@pytest.mark.parametrize("thinking", [False, True])
+async def test_the_beta_request_is_the_plain_one_plus_context_management(
+    api: AnthropicStandin, client: AsyncAnthropic, model: str, thinking: bool
+) -> None:
+    """The beta call is a second call site: a field the plain request sends (a model setting
+    added later) must not go missing from it, or every turn of that family would lose it."""
+    api.enqueue(sse_reply(Text("a")), sse_reply(Text("b")))
+    messages = exchange(0)
+    request = ModelRequest(
+        system="Be brief.",
+        messages=(*messages, UserMessage(turn_id="t1", text="hi")),
+        settings=ModelSettings(thinking=thinking),
+    )
+    for mode in ("auto", "off"):
+        await reply(model_for(client, model, context_management=mode), request)
+    managed, plain = api.bodies
+    assert managed.pop("context_management")
+    assert managed == plain
