@@ -152,7 +152,9 @@ class AnthropicModel:
     (`ModelSettings.model_fields_set`), since `ModelSettings` gives every field a default.
     Thinking is off unless asked for; when on, it is adaptive, or manual with `thinking_budget`,
     which is checked against the API's bounds here, at start, rather than at the first turn that
-    thinks. `max_context_tokens` bounds the request by a chars/4 estimate (see `bound_transcript`).
+    thinks. A long thread is the API's to compact where the model's family takes it
+    (`context_management="auto"`, see `_anthropic_context`); otherwise `max_context_tokens`
+    bounds the request by the API's token count (see `fit_by_count`).
     A request after which the turn may wait for a person (`ModelRequest.may_wait`) is cached
     with the 1-hour lifetime where the model takes it, unless `long_cache=False`.
     """
