@@ -95,8 +95,9 @@ class Settings(BaseSettings):
     anthropic_max_context_tokens: int | None = Field(
         default=None, ge=1, alias="ANTHROPIC_MAX_CONTEXT_TOKENS"
     )
-    """Unset: no bound. Set: the oldest turns are left out of a request whose estimated size
-    (characters / 4, system prompt and tools included) would exceed it."""
+    """Unset: no bound. Set: the oldest turns are left out of a request whose size (system
+    prompt and tools included) would exceed it, as the API's token counting endpoint counts it
+    (characters / 4 if it cannot be reached). A model that compacts is bounded by the API."""
     anthropic_long_cache: bool = Field(default=True, alias="ANTHROPIC_LONG_CACHE")
     """A request after which the turn may wait for a person is cached for an hour where the
     model takes it; false keeps the 5-minute default (a gateway that refuses `ttl`)."""
