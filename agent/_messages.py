@@ -51,8 +51,22 @@ class RedactedThinkingBlock(_Frozen):
     data: str
 
 
+class CompactionBlock(_Frozen):
+    """The API's summary of the conversation before it (server-side compaction), kept exactly as
+    it arrived: the API verifies its signature and reads the conversation from it onward, so
+    every later request (on any worker, after any replay) must send it back unchanged to get
+    the same prefix, and the same cache hits. `None` fields were absent and are not sent."""
+
+    kind: Literal["compaction"] = "compaction"
+    content: str | None
+    encrypted_content: str | None = None
+    signature: str | None = None
+    tool_changes: tuple[dict[str, JsonValue], ...] | None = None
+
+
 ContentBlock = Annotated[
-    TextBlock | ToolCall | ThinkingBlock | RedactedThinkingBlock, Field(discriminator="kind")
+    TextBlock | ToolCall | ThinkingBlock | RedactedThinkingBlock | CompactionBlock,
+    Field(discriminator="kind"),
 ]
 
 

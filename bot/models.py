@@ -27,6 +27,8 @@ def build_model(settings: Settings) -> Model:
         max_retries=settings.anthropic_max_retries,
         max_context_tokens=settings.anthropic_max_context_tokens,
         long_cache=settings.anthropic_long_cache,
+        context_management=settings.anthropic_context_management,
+        compact_at_tokens=settings.anthropic_compact_at_tokens,
     )
 
 

@@ -8,7 +8,7 @@ an operator fixes their environment in one go instead of one error per restart. 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -95,11 +95,24 @@ class Settings(BaseSettings):
     anthropic_max_context_tokens: int | None = Field(
         default=None, ge=1, alias="ANTHROPIC_MAX_CONTEXT_TOKENS"
     )
-    """Unset: no bound. Set: the oldest turns are left out of a request whose estimated size
-    (characters / 4, system prompt and tools included) would exceed it."""
+    """Unset: no bound. Set: the oldest turns are left out of a request whose size (system
+    prompt and tools included) would exceed it, as the API's token counting endpoint counts it
+    (characters / 4 if it cannot be reached). A model that compacts is bounded by the API."""
     anthropic_long_cache: bool = Field(default=True, alias="ANTHROPIC_LONG_CACHE")
     """A request after which the turn may wait for a person is cached for an hour where the
     model takes it; false keeps the 5-minute default (a gateway that refuses `ttl`)."""
+    anthropic_context_management: Literal["auto", "off"] = Field(
+        default="auto", alias="ANTHROPIC_CONTEXT_MANAGEMENT"
+    )
+    """`auto`: a long thread is compacted by the API where the model takes it (the summary is
+    stored in the thread, so it is never forgotten silently), else old tool results are cleared
+    by the API; `ANTHROPIC_MAX_CONTEXT_TOKENS` still bounds models without compaction. `off`:
+    only that local bound."""
+    anthropic_compact_at_tokens: int | None = Field(
+        default=None, ge=50_000, alias="ANTHROPIC_COMPACT_AT_TOKENS"
+    )
+    """Input tokens at which the API compacts a thread (at least 50,000); unset: the API's
+    default, 150,000."""
     agent_dir: str | None = Field(default=None, alias="AGENT_DIR")
     host: str = Field(default="0.0.0.0", alias="HOST")
     port: int = Field(default=3000, alias="PORT")

@@ -11,18 +11,42 @@ so this adapter sends the request again itself, and if text had already streamed
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, cast
 
 import anthropic
 import httpx2
-from anthropic.types import MessageParam, TextBlockParam, ThinkingConfigParam, ToolParam
+from anthropic.lib.streaming import BetaAsyncMessageStreamManager
+from anthropic.types import (
+    MessageCountTokensToolParam,
+    MessageParam,
+    TextBlockParam,
+    ThinkingConfigParam,
+    ToolParam,
+)
+from anthropic.types.beta import (
+    BetaContextManagementConfigParam,
+    BetaMessageParam,
+    BetaTextBlockParam,
+    BetaThinkingConfigParam,
+    BetaToolParam,
+)
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agent._errors import ModelError
+from agent.models._anthropic_budget import fit_by_count
+from agent.models._anthropic_context import (
+    ContextMode,
+    ContextPlan,
+    check_compact_at,
+    context_plan,
+    request_transcript,
+)
 from agent.models._anthropic_reply import StreamCutError, describe, is_restartable, to_reply
 from agent.models._anthropic_request import (
     DEFAULT_MAX_TOKENS,
@@ -30,7 +54,6 @@ from agent.models._anthropic_request import (
     MIN_THINKING_BUDGET,
     Block,
     accepts_long_cache,
-    bound_transcript,
     estimate_tokens,
     message_params,
     system_blocks,
@@ -48,10 +71,18 @@ def _build_stream_snapshot_type() -> None:
     stream. Built here, with the import, instead."""
     try:
         from anthropic.lib._parse._response import ResponseFormatT
+        from anthropic.types.beta.parsed_beta_message import ParsedBetaMessage
         from anthropic.types.parsed_message import ParsedMessage
     except ImportError:  # a later SDK moved them: then only its first stream pays
         return
     _ = ParsedMessage[ResponseFormatT]
+    _beta = ParsedBetaMessage[ResponseFormatT]  # the beta endpoint's (context management)
+    try:  # the beta stream's event union: its validator, too, is built on first use
+        from anthropic._models import construct_type
+        from anthropic.types.beta import BetaRawMessageStreamEvent
+    except ImportError:
+        return
+    construct_type(type_=BetaRawMessageStreamEvent, value={"type": "message_start", "message": {}})
 
 
 _build_stream_snapshot_type()
@@ -93,6 +124,11 @@ class AnthropicSettings(BaseSettings):
     long_cache: bool = True
     """`ANTHROPIC_LONG_CACHE=false` keeps every breakpoint at the 5-minute default (a gateway
     that refuses `ttl`); prefixes then expire while a person decides."""
+    context_management: ContextMode = "auto"
+    """`auto`: the API's context management where the model's family takes it (compaction,
+    else tool-result clearing); `off`: only the local window (`max_context_tokens`)."""
+    compact_at_tokens: int | None = None
+    """Input tokens at which the API compacts the thread; unset: the API's default (150,000)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -105,6 +141,8 @@ class _Params:
     messages: list[Block]
     tools: list[Block]
     thinking: dict[str, Any] | None
+    context: ContextPlan | None = None
+    """Set: the request goes to the beta endpoint with `context_management` and its betas."""
 
 
 class AnthropicModel:
@@ -114,7 +152,9 @@ class AnthropicModel:
     (`ModelSettings.model_fields_set`), since `ModelSettings` gives every field a default.
     Thinking is off unless asked for; when on, it is adaptive, or manual with `thinking_budget`,
     which is checked against the API's bounds here, at start, rather than at the first turn that
-    thinks. `max_context_tokens` bounds the request by a chars/4 estimate (see `bound_transcript`).
+    thinks. A long thread is the API's to compact where the model's family takes it
+    (`context_management="auto"`, see `_anthropic_context`); otherwise `max_context_tokens`
+    bounds the request by the API's token count (see `fit_by_count`).
     A request after which the turn may wait for a person (`ModelRequest.may_wait`) is cached
     with the 1-hour lifetime where the model takes it, unless `long_cache=False`.
     """
@@ -132,11 +172,17 @@ class AnthropicModel:
         thinking_budget: int | None = None,
         max_context_tokens: int | None = None,
         long_cache: bool = True,
+        context_management: ContextMode = "auto",
+        compact_at_tokens: int | None = None,
         restart_delay: float = 0.5,
         client: anthropic.AsyncAnthropic | None = None,
     ) -> None:
         if thinking_budget is not None:
             _check_budget(thinking_budget, max_tokens)
+        try:
+            check_compact_at(compact_at_tokens)
+        except ValueError as err:
+            raise ModelError(str(err)) from None
         if client is None:
             if not (api_key and api_key.strip()):
                 raise ModelError(MISSING_KEY)
@@ -153,9 +199,12 @@ class AnthropicModel:
         self._thinking_budget = thinking_budget
         self._max_context_tokens = max_context_tokens
         self._long_cache = long_cache
+        self._context_management = context_management
+        self._compact_at_tokens = compact_at_tokens
         self._max_restarts = client.max_retries
         self._restart_delay = restart_delay
         self._warned_temperature = False
+        self._warned_count = False
 
     @classmethod
     def from_settings(cls, settings: AnthropicSettings) -> AnthropicModel:
@@ -172,6 +221,8 @@ class AnthropicModel:
             thinking_budget=settings.thinking_budget,
             max_context_tokens=settings.max_context_tokens,
             long_cache=settings.long_cache,
+            context_management=settings.context_management,
+            compact_at_tokens=settings.compact_at_tokens,
         )
 
     @classmethod
@@ -188,7 +239,7 @@ class AnthropicModel:
             await self._client.close()
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        params = self._params(request)
+        params = await self._counted(request, self._params(request))
         restarts = 0
         while True:
             began = finished = streamed = False
@@ -222,7 +273,20 @@ class AnthropicModel:
             )
             return
 
-    def _open(self, params: _Params) -> anthropic.AsyncMessageStreamManager[None]:
+    def _open(
+        self, params: _Params
+    ) -> anthropic.AsyncMessageStreamManager[None] | BetaAsyncMessageStreamManager[None]:
+        if params.context is not None:
+            return self._client.beta.messages.stream(
+                model=params.model,
+                max_tokens=params.max_tokens,
+                messages=cast("list[BetaMessageParam]", params.messages),
+                system=cast("list[BetaTextBlockParam]", params.system) or anthropic.omit,
+                tools=cast("list[BetaToolParam]", params.tools) or anthropic.omit,
+                thinking=cast("BetaThinkingConfigParam", params.thinking) or anthropic.omit,
+                context_management=cast("BetaContextManagementConfigParam", params.context.param()),
+                betas=list(params.context.betas),
+            )
         return self._client.messages.stream(
             model=params.model,
             max_tokens=params.max_tokens,
@@ -231,6 +295,51 @@ class AnthropicModel:
             tools=cast("list[ToolParam]", params.tools) or anthropic.omit,
             thinking=cast("ThinkingConfigParam", params.thinking) or anthropic.omit,
         )
+
+    async def _counted(self, request: ModelRequest, params: _Params) -> _Params:
+        """Where a local budget is enforced, the API's count decides what fits (see
+        `fit_by_count`); unreachable, the estimate `_params` applied stands."""
+        budget = self._max_context_tokens
+        if budget is None or (params.context is not None and params.context.compacts):
+            return params
+        long_cache = request.may_wait and self._long_cache and accepts_long_cache(params.model)
+        overhead = estimate_tokens([params.system, params.tools])
+        whole = request_transcript(request.messages, params.context, None, overhead)
+        try:
+            kept = await fit_by_count(
+                whole, budget, overhead, partial(self._count, params), long_cache=long_cache
+            )
+        except (anthropic.APIError, httpx2.TransportError) as err:
+            if not self._warned_count:
+                self._warned_count = True
+                log.warning(
+                    "token counting failed, the estimate bounds the request: %s", describe(err)
+                )
+            return params
+        return dataclasses.replace(params, messages=message_params(kept, long_cache=long_cache))
+
+    async def _count(self, params: _Params, messages: list[Block]) -> int:
+        """The request as `_open` sends it, counted (the beta endpoint's count is after the
+        context edits, which is what the model reads)."""
+        if params.context is not None:
+            counted = await self._client.beta.messages.count_tokens(
+                model=params.model,
+                messages=cast("list[BetaMessageParam]", messages),
+                system=cast("list[BetaTextBlockParam]", params.system) or anthropic.omit,
+                tools=cast("list[BetaToolParam]", params.tools) or anthropic.omit,
+                thinking=cast("BetaThinkingConfigParam", params.thinking) or anthropic.omit,
+                context_management=cast("BetaContextManagementConfigParam", params.context.param()),
+                betas=list(params.context.betas),
+            )
+            return counted.input_tokens
+        plain = await self._client.messages.count_tokens(
+            model=params.model,
+            messages=cast("list[MessageParam]", messages),
+            system=cast("list[TextBlockParam]", params.system) or anthropic.omit,
+            tools=cast("list[MessageCountTokensToolParam]", params.tools) or anthropic.omit,
+            thinking=cast("ThinkingConfigParam", params.thinking) or anthropic.omit,
+        )
+        return plain.input_tokens
 
     def _params(self, request: ModelRequest) -> _Params:
         settings = request.settings
@@ -241,8 +350,9 @@ class AnthropicModel:
         long_cache = request.may_wait and self._long_cache and accepts_long_cache(model)
         system = system_blocks(request.system, long_cache=long_cache)
         tools = tool_params(request.tools, long_cache=long_cache)
-        transcript = bound_transcript(
-            request.messages, self._max_context_tokens, estimate_tokens([system, tools])
+        context = context_plan(model, self._context_management, self._compact_at_tokens)
+        transcript = request_transcript(
+            request.messages, context, self._max_context_tokens, estimate_tokens([system, tools])
         )
         if settings.temperature is not None:
             self._skip_temperature(settings.temperature)
@@ -253,6 +363,7 @@ class AnthropicModel:
             messages=message_params(transcript, long_cache=long_cache, model=model),
             tools=tools,
             thinking=self._thinking_config(max_tokens) if thinking else None,
+            context=context,
         )
 
     def _skip_temperature(self, temperature: float) -> None:

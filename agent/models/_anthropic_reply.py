@@ -23,9 +23,11 @@ from __future__ import annotations
 import anthropic
 import httpx2
 from anthropic import types as api
+from anthropic.types import beta
 
 from agent._errors import AbnormalStopError, ModelError
 from agent._messages import (
+    CompactionBlock,
     ContentBlock,
     RedactedThinkingBlock,
     TextBlock,
@@ -42,13 +44,21 @@ RESTARTABLE_ERROR_TYPES = frozenset(
     {"overloaded_error", "api_error", "rate_limit_error", "timeout_error"}
 )
 _MAX_DETAIL = 300
+_EMPTY_STOP_HINTS = {
+    "model_context_window_exceeded": (
+        ": the conversation filled the model's context window (turn on "
+        "ANTHROPIC_CONTEXT_MANAGEMENT, lower ANTHROPIC_MAX_CONTEXT_TOKENS, or reset the thread)"
+    ),
+}
 
 
 class StreamCutError(Exception):
     """The stream ended without `message_stop`: the reply may be missing its tail."""
 
 
-def to_reply(message: api.Message, *, max_tokens: int, max_tokens_from: str) -> ModelReply:
+def to_reply(
+    message: api.Message | beta.BetaMessage, *, max_tokens: int, max_tokens_from: str
+) -> ModelReply:
     """Raises `AbnormalStopError` instead of returning an abnormal stop that is empty or holds
     tool calls; `max_tokens_from` names the setting to raise when the cut was max_tokens."""
     content = tuple(b for b in map(_content_block, message.content) if b is not None)
@@ -65,7 +75,10 @@ def to_reply(message: api.Message, *, max_tokens: int, max_tokens_from: str) -> 
                 _cut_calls(stop_reason, calls, max_tokens=max_tokens, where=max_tokens_from)
             )
         if stop_reason != PAUSE_TURN and not _says_something(content):
-            raise AbnormalStopError(f"the model stopped ({stop_reason}) with an empty reply")
+            raise AbnormalStopError(
+                f"the model stopped ({stop_reason}) with an empty reply"
+                + _EMPTY_STOP_HINTS.get(stop_reason, "")
+            )
     return ModelReply(
         content=content,
         stop_reason=stop_reason,
@@ -92,7 +105,7 @@ def _cut_calls(stop_reason: str, calls: list[str], *, max_tokens: int, where: st
     return text
 
 
-def to_usage(usage: api.Usage) -> Usage:
+def to_usage(usage: api.Usage | beta.BetaUsage) -> Usage:
     return Usage(
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
@@ -132,18 +145,32 @@ def describe(err: Exception) -> str:
 
 
 def _content_block(block: object) -> ContentBlock | None:
-    """Server-side tool blocks are never requested by this adapter, so they are not kept."""
+    """Server-side tool blocks are never requested by this adapter, so they are not kept. A
+    reply read through the beta endpoint (context management) has the beta classes of the
+    same blocks, and may open with a compaction block, which is kept whole."""
     match block:
-        case api.TextBlock():
+        case api.TextBlock() | beta.BetaTextBlock():
             return TextBlock(text=block.text) if block.text else None
-        case api.ToolUseBlock():
+        case api.ToolUseBlock() | beta.BetaToolUseBlock():
             if not isinstance(block.input, dict):
                 raise ModelError(f"the model sent tool input that is not an object ({block.name})")
             return ToolCall(id=block.id, name=block.name, input=block.input)
-        case api.ThinkingBlock():
+        case api.ThinkingBlock() | beta.BetaThinkingBlock():
             return ThinkingBlock(thinking=block.thinking, signature=block.signature)
-        case api.RedactedThinkingBlock():
+        case api.RedactedThinkingBlock() | beta.BetaRedactedThinkingBlock():
             return RedactedThinkingBlock(data=block.data)
+        case beta.BetaCompactionBlock():
+            changes = block.tool_changes
+            return CompactionBlock(
+                content=block.content,
+                encrypted_content=block.encrypted_content,
+                signature=block.signature,
+                tool_changes=None
+                if changes is None
+                else tuple(
+                    change.model_dump(mode="json", exclude_unset=True) for change in changes
+                ),
+            )
         case _:
             return None
 

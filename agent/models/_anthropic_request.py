@@ -34,6 +34,7 @@ from typing import Any, Literal, assert_never
 
 from agent._messages import (
     AssistantMessage,
+    CompactionBlock,
     ContentBlock,
     Message,
     RedactedThinkingBlock,
@@ -163,19 +164,28 @@ def bound_transcript(
 
 
 def _exchanges(messages: Sequence[Message]) -> list[list[Message]]:
-    exchanges: list[list[Message]] = []
+    starts = open_exchanges(messages)
+    if not starts or starts[0] != 0:
+        starts = [0, *starts]
+    ends = [*starts[1:], len(messages)]
+    return [
+        list(messages[start:end]) for start, end in zip(starts, ends, strict=True) if end > start
+    ]
+
+
+def open_exchanges(messages: Sequence[Message]) -> list[int]:
+    """The indexes where an exchange opens: a user or trigger message with no tool call
+    awaiting its result. A request may start at any of them and be one the API accepts."""
+    starts: list[int] = []
     awaiting: set[str] = set()
-    for message in messages:
-        opens = isinstance(message, UserMessage | TriggerMessage) and not awaiting
-        if opens or not exchanges:
-            exchanges.append([message])
-        else:
-            exchanges[-1].append(message)
+    for index, message in enumerate(messages):
+        if isinstance(message, UserMessage | TriggerMessage) and not awaiting:
+            starts.append(index)
         if isinstance(message, AssistantMessage):
             awaiting |= {call.id for call in message.tool_calls}
         elif isinstance(message, ToolMessage):
             awaiting.discard(message.call_id)
-    return exchanges
+    return starts
 
 
 def refused_turns(messages: Sequence[Message]) -> frozenset[str]:
@@ -220,8 +230,23 @@ def _content_block(block: ContentBlock) -> Block | None:
             return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
         case RedactedThinkingBlock():
             return {"type": "redacted_thinking", "data": block.data}
+        case CompactionBlock():
+            return compaction_param(block)
         case _:
             assert_never(block)
+
+
+def compaction_param(block: CompactionBlock) -> Block:
+    """The block as the API returned it: `content` always (null is a failed compaction, which
+    the API reads as a no-op), the other fields only where they came back."""
+    param: Block = {"type": "compaction", "content": block.content}
+    if block.encrypted_content is not None:
+        param["encrypted_content"] = block.encrypted_content
+    if block.signature is not None:
+        param["signature"] = block.signature
+    if block.tool_changes is not None:
+        param["tool_changes"] = [dict(change) for change in block.tool_changes]
+    return param
 
 
 def _tool_result(message: ToolMessage) -> Block:

@@ -102,3 +102,17 @@ async def anthropic_long_cache(ctx: Ctx) -> None:
     assert lifetimes(await ctx.sent(hello(may_wait=True))) == {"1h"}
     ctx.set(ANTHROPIC_LONG_CACHE="false")
     assert lifetimes(await ctx.sent(hello(may_wait=True))) == {None}
+
+
+async def anthropic_context_management(ctx: Ctx) -> None:
+    """On by default where the model's family takes it; off, the request is the plain one."""
+    ctx.set(ANTHROPIC_MODEL="claude-opus-5-5")
+    assert (await ctx.sent())["context_management"] == {"edits": [{"type": "compact_20260112"}]}
+    ctx.set(ANTHROPIC_CONTEXT_MANAGEMENT="off")
+    assert "context_management" not in await ctx.sent()
+
+
+async def anthropic_compact_at_tokens(ctx: Ctx) -> None:
+    ctx.set(ANTHROPIC_MODEL="claude-opus-5-5", ANTHROPIC_COMPACT_AT_TOKENS="80000")
+    [edit] = (await ctx.sent())["context_management"]["edits"]
+    assert edit["trigger"] == {"type": "input_tokens", "value": 80000}

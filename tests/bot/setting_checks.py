@@ -420,6 +420,8 @@ CHECKS: dict[str, Check] = {
     "ANTHROPIC_MAX_RETRIES": model.anthropic_max_retries,
     "ANTHROPIC_MAX_CONTEXT_TOKENS": model.anthropic_max_context_tokens,
     "ANTHROPIC_LONG_CACHE": model.anthropic_long_cache,
+    "ANTHROPIC_CONTEXT_MANAGEMENT": model.anthropic_context_management,
+    "ANTHROPIC_COMPACT_AT_TOKENS": model.anthropic_compact_at_tokens,
     "OPS_REFUND_APPROVERS": ops_refund_approvers,
     "OPS_CHANNEL": ops_channel,
     "BOT_OFFLINE": bot_offline,

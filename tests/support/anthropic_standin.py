@@ -37,6 +37,14 @@ from starlette.routing import Route
 
 from bot.asgi_server import BackgroundServer
 from tests.support.anthropic_cache import PromptCache, cache_control_problem
+from tests.support.anthropic_context import (
+    BETA_FIELDS,
+    apply_context,
+    context_problem,
+    count_tokens_problem,
+    token_count,
+    window_refusal,
+)
 from tests.support.anthropic_signatures import binding_problem, signed_events
 
 Event = tuple[str, dict[str, Any]]
@@ -209,10 +217,19 @@ class AnthropicStandin:
 
     def __init__(self) -> None:
         self.requests: list[RecordedRequest] = []
+        self.counts: list[RecordedRequest] = []
+        """Requests to the token counting endpoint, kept apart from the messages ones."""
+        self.count_error: HttpError | None = None
+        """Set: what the counting endpoint answers (a gateway without it, an outage)."""
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
         self.cache = PromptCache()
-        app = Starlette(routes=[Route("/v1/messages", self._messages, methods=["POST"])])
+        app = Starlette(
+            routes=[
+                Route("/v1/messages", self._messages, methods=["POST"]),
+                Route("/v1/messages/count_tokens", self._count_tokens, methods=["POST"]),
+            ]
+        )
         self._server = BackgroundServer(app)
 
     @property
@@ -229,6 +246,8 @@ class AnthropicStandin:
         with self._lock:
             self._replies.clear()
             self.requests.clear()
+            self.counts.clear()
+            self.count_error = None
             self.cache.clear()
 
     def advance(self, seconds: float) -> None:
@@ -267,7 +286,15 @@ class AnthropicStandin:
         body = await request.json()
         with self._lock:
             self.requests.append(RecordedRequest(body=body, headers=dict(request.headers)))
-        problem = request_problem(body) or cache_control_problem(body) or binding_problem(body)
+        # beta fields and context management: tests.support.anthropic_context
+        refusal = context_problem(body, request.headers) or window_refusal(body)
+        if refusal is not None:
+            return refusal.response()
+        problem = (
+            request_problem(body, ACCEPTED_FIELDS | BETA_FIELDS)
+            or cache_control_problem(body)
+            or binding_problem(body)
+        )
         if problem is not None:
             return _error_response(
                 HttpError(400, "invalid_request_error", problem, {"x-should-retry": "false"})
@@ -289,19 +316,32 @@ class AnthropicStandin:
                 return _error_response(reply)
             case SseReply():
                 return StreamingResponse(
-                    _stream(reply.events, body.get("model", ""), cached),
+                    _stream(apply_context(body, reply.events), body.get("model", ""), cached),
                     media_type="text/event-stream",
                     headers={"request-id": "req_standin"},
                 )
 
+    async def _count_tokens(self, request: Request) -> Response:
+        """`/v1/messages/count_tokens`: the same count the window and triggers use."""
+        body = await request.json()
+        with self._lock:
+            self.counts.append(RecordedRequest(body=body, headers=dict(request.headers)))
+        if self.count_error is not None:
+            return _error_response(self.count_error)
+        refusal = count_tokens_problem(body, request.headers)
+        if refusal is not None:
+            return refusal.response()
+        return JSONResponse(token_count(body), headers={"request-id": "req_standin"})
 
-def request_problem(body: dict[str, Any]) -> str | None:
-    """What the real API would answer 400 for, as far as these tests can break it; else None."""
+
+def request_problem(body: dict[str, Any], accepted: frozenset[str] = ACCEPTED_FIELDS) -> str | None:
+    """What the real API would answer 400 for, as far as these tests can break it; else None.
+    `accepted`: wider once the beta fields were checked against the request's beta header."""
     for key in ("model", "max_tokens", "messages"):
         if key not in body:
             return f"{key}: Field required"
     for key in body:
-        if key not in ACCEPTED_FIELDS:
+        if key not in accepted:
             return f"{key}: Extra inputs are not permitted"
     if body.get("stream") is not True:
         return "the stand-in only speaks streaming"
