@@ -174,8 +174,6 @@ class AnthropicModel:
         problems = setting_problems(asked, PARAMETERS)
         if problems:
             raise ModelError("; ".join(problems))
-        for warning in setting_warnings(asked, PARAMETERS):
-            log.warning("%s", warning)
         if client is None:
             if not (api_key and api_key.strip()):
                 raise ModelError(MISSING_KEY)
@@ -191,6 +189,7 @@ class AnthropicModel:
         self._thinking = thinking
         self._thinking_budget = thinking_budget
         self._effort = effort
+        self._configured = asked
         self._translated: set[str] = set()
         self._max_context_tokens = max_context_tokens
         self._long_cache = long_cache
@@ -200,7 +199,20 @@ class AnthropicModel:
 
     @classmethod
     def from_settings(cls, settings: AnthropicSettings) -> AnthropicModel:
-        """Raises `ModelError` naming ANTHROPIC_API_KEY when it is missing, at startup."""
+        """Raises `ModelError` naming ANTHROPIC_API_KEY when it is missing, or the settings
+        the model would refuse, at startup; logs, once, a setting that does nothing on it."""
+        asked = Requested(
+            model=settings.model,
+            thinking=settings.thinking,
+            budget=settings.thinking_budget,
+            effort=settings.effort,
+            max_tokens=settings.max_tokens,
+        )
+        problems = setting_problems(asked)
+        if problems:
+            raise ModelError("; ".join(problems))
+        for warning in setting_warnings(asked):
+            log.warning("%s", warning)
         key = settings.api_key.get_secret_value() if settings.api_key else None
         return cls(
             api_key=key,
@@ -335,19 +347,23 @@ class AnthropicModel:
         return asked.output_budget
 
     def _thinking_config(self, asked: Requested, max_tokens: int) -> dict[str, Any] | None:
-        """Only a config the request's model accepts; `max_tokens` may be the agent's own, so a
-        manual budget is checked against it again."""
+        """Only a config the request's model accepts, with a warning where that is not what
+        was asked; `max_tokens` may be the agent's own, so a manual budget is checked again."""
         config = thinking_param(asked)
-        if config is not None and config["type"] == "enabled":
-            _check_budget(config["budget_tokens"], max_tokens)
-        elif asked.budget is not None and asked.thinking:
+        kind = (config or {}).get("type")
+        if kind == "enabled":
+            _check_budget(asked.budget or 0, max_tokens)
+        elif asked.thinking and asked.budget is not None:
             self._translate(
                 f"thinking_budget is not sent: {asked.model} takes no manual budget (its "
                 "thinking is adaptive; effort sets how much)"
             )
-        stays_on = (config or {}).get("type") in (None, "adaptive")
-        if asked.thinking is False and stays_on and asked.family.thinking_default is not None:
-            self._translate(f"thinking cannot be turned off on {asked.model} at this effort")
+        elif asked.thinking and config is None:
+            self._translate(f"thinking is not sent: {asked.model} needs a thinking_budget")
+        stays_on = asked.family.thinking_default is not None and kind in (None, "adaptive")
+        # The constructor's own setting was said at start, by `setting_warnings`.
+        if asked.thinking is False and stays_on and asked != self._configured:
+            self._translate(f"thinking stays on: {asked.model} cannot turn it off here")
         return config
 
     def _effort_config(self, asked: Requested) -> str | None:

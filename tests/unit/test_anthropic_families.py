@@ -16,7 +16,15 @@ import pydantic
 import pytest
 from anthropic import AsyncAnthropic
 
-from agent import AnthropicModel, ModelError, ModelSettings, ToolCall, ToolMessage, UserMessage
+from agent import (
+    AnthropicModel,
+    AnthropicSettings,
+    ModelError,
+    ModelSettings,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+)
 from agent._messages import AssistantMessage, ThinkingBlock
 from agent.models import family_of
 from agent.seams import ModelEvent, ModelReply, ModelRequest, ToolSpec
@@ -185,16 +193,27 @@ def test_what_the_model_would_refuse_fails_at_construction(
     assert str(info.value).startswith(problem)
 
 
-def test_thinking_off_on_an_always_thinking_model_is_a_warning(
-    caplog: pytest.LogCaptureFixture,
+async def test_thinking_off_on_an_always_thinking_model_is_one_warning_at_start(
+    api: AnthropicStandin, caplog: pytest.LogCaptureFixture
 ) -> None:
+    settings = AnthropicSettings(
+        api_key=KEY, base_url=api.base_url, model="claude-opus-5-5", thinking=False
+    )
+    api.enqueue(sse_reply(Text("a")), sse_reply(Text("b")))
+
     with caplog.at_level(logging.WARNING):
-        AnthropicModel(api_key=KEY, model="claude-opus-5-5", thinking=False)
+        model = AnthropicModel.from_settings(settings)
+        try:
+            await collect(model, ask())
+            await collect(model, ask())
+        finally:
+            await model.aclose()
 
     assert caplog.messages == [
-        "thinking=false has no effect on claude-opus-5-5: its thinking is always on (set "
-        "effort=low for the least of it)"
+        "ANTHROPIC_THINKING=false has no effect on claude-opus-5-5: its thinking is always on "
+        "(set ANTHROPIC_EFFORT=low for the least of it)"
     ]
+    assert all("thinking" not in sent for sent in api.bodies)
 
 
 async def test_a_request_for_another_model_is_translated_never_refused(
@@ -232,3 +251,16 @@ async def test_a_request_for_another_model_is_translated_never_refused(
         "is sent",
         "effort max is not sent: claude-haiku-4-5 does not take it",
     ]
+
+
+async def test_thinking_on_for_a_model_that_needs_a_budget_is_left_off_with_a_warning(
+    api: AnthropicStandin, client: AsyncAnthropic, caplog: pytest.LogCaptureFixture
+) -> None:
+    api.enqueue(sse_reply(Text("ok")))
+    model = AnthropicModel(client=client, model=CURRENT, thinking=True, restart_delay=0)
+
+    with caplog.at_level(logging.WARNING):
+        await collect(model, ask(model="claude-sonnet-4-5"))
+
+    assert "thinking" not in api.bodies[0]
+    assert caplog.messages == ["thinking is not sent: claude-sonnet-4-5 needs a thinking_budget"]
