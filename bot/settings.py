@@ -11,7 +11,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agent import DEFAULT_CONTEXT_MESSAGES, password_in_url
@@ -49,6 +49,16 @@ CREDENTIALS = (
 
 class ConfigError(Exception):
     """Settings a command needs are missing; the message lists all of them."""
+
+
+def invalid_settings(error: ValidationError) -> str:
+    """A `Settings` validation error as one line, by setting name and rule: never the value,
+    which may be a credential."""
+    found = [
+        f"{'.'.join(str(part) for part in problem['loc'])}: {problem['msg']}"
+        for problem in error.errors()
+    ]
+    return f"invalid setting{'s' if len(found) > 1 else ''}: {'; '.join(found)}"
 
 
 class Settings(BaseSettings):

@@ -240,11 +240,18 @@ def test_a_combination_the_model_refuses_stops_the_bot_at_start(
     assert len(message.strip().splitlines()) == 1
 
 
-def test_an_unknown_effort_is_refused_by_its_setting(env: pytest.MonkeyPatch) -> None:
+def test_an_unknown_effort_stops_the_bot_in_one_line(
+    env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     env.setenv("ANTHROPIC_EFFORT", "extreme")
 
-    with pytest.raises(ValueError, match="ANTHROPIC_EFFORT"):
-        Settings()
+    assert main(["worker"]) == 2
+
+    message = capsys.readouterr().err
+    assert message == (
+        "bot worker: invalid setting: ANTHROPIC_EFFORT: Input should be 'low', 'medium', "
+        "'high', 'xhigh' or 'max'\n"
+    )
 
 
 async def test_thinking_off_where_it_cannot_be_is_a_warning_and_nothing_is_sent(
