@@ -22,6 +22,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from pydantic import ValidationError
+
 from agent._agent_def import MAX_SUGGESTED_PROMPTS, Agent, SuggestedPrompt
 from agent._errors import AssemblyError
 from agent._hitl import AuthorizeAnswer
@@ -129,7 +131,7 @@ def load_agent(
         settings = {k: v for k, v in vars(module).items() if not k.startswith("_")}
     model = settings.get("model", ModelSettings())
     if isinstance(model, dict):
-        model = ModelSettings(**model)
+        model = _model_settings(root, model)
     found_surfaces = dict(settings.get("surfaces", {}))
     clash = sorted(set(found_surfaces) & set(surfaces or {}))
     if clash:
@@ -153,3 +155,16 @@ def load_agent(
         approval_expires_after=settings.get("approval_expires_after"),
         suggested_prompts=read_prompts(root / "prompts.md"),
     )
+
+
+def _model_settings(root: Path, values: dict[str, Any]) -> ModelSettings:
+    """`model = {...}` in agent.py, or an `AssemblyError` naming each wrong field and its rule
+    (an effort the API has no level for), never a validation traceback at start."""
+    try:
+        return ModelSettings(**values)
+    except ValidationError as err:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in problem['loc'])}: {problem['msg']}"
+            for problem in err.errors()
+        )
+        raise AssemblyError(f"{root}: agent.py model: {problems}") from None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -28,6 +28,11 @@ class ModelSettings(_Frozen):
     """Honoured only by adapters whose API takes it. `AnthropicModel` sends none: the installed
     `anthropic` SDK's Messages API has no temperature parameter. It logs a warning instead."""
     thinking: bool = False
+    """Honoured only where set explicitly; unset, the model's own default applies (off up to
+    Claude 4.8, on from Claude 5). Off on a model whose thinking is always on does nothing."""
+    effort: Literal["low", "medium", "high", "xhigh", "max"] | None = None
+    """`output_config.effort`: how much the model thinks and writes, on models that take it;
+    unset, the adapter's own (ANTHROPIC_EFFORT), else the model's default."""
 
 
 @dataclass(frozen=True, kw_only=True)

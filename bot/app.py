@@ -494,7 +494,7 @@ async def open_bot(
     options = runtime_options or ({"recovery_interval": settings.worker_poll} if worker else {})
     runtime = Runtime(
         opened,
-        model if model is not None else model_for(settings),
+        model if model is not None else model_for(settings, chosen.model),
         agent=chosen,
         run_turns=settings.run_turns,
         secrets=engine_secrets(settings),

@@ -172,11 +172,17 @@ def _db_parsers(sub: Any) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     # Only now: `--help` and a usage error have exited inside `parse_args` without either.
+    from pydantic import ValidationError
+
     from agent import REDACTED, SchemaMismatchError, StoreUnavailableError, password_in_url
-    from bot.settings import Settings
+    from bot.settings import Settings, invalid_settings
     from storage import DatabaseUrlError
 
-    settings = Settings()
+    try:
+        settings = Settings()
+    except ValidationError as err:  # a value no setting takes: one line, never the value
+        print(f"bot {_name(args)}: {invalid_settings(err)}", file=sys.stderr)
+        return 2
     given = getattr(args, "database_url", None)
     url = given or settings.database_url
     try:

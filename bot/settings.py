@@ -7,17 +7,20 @@ an operator fixes their environment in one go instead of one error per restart. 
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agent import DEFAULT_CONTEXT_MESSAGES, password_in_url
-from agent.models import DEFAULT_MAX_TOKENS, DEFAULT_MODEL, MIN_THINKING_BUDGET
+from agent.models import DEFAULT_MODEL, Requested, setting_problems, setting_warnings
 
 if TYPE_CHECKING:
     from storage.installations.sealing import TokenCipher
+
+log = logging.getLogger(__name__)
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./data/bot.db"
 DEFAULT_AGENT_DIR = Path(__file__).resolve().parent.parent / "examples" / "ops_agent"
@@ -46,6 +49,16 @@ CREDENTIALS = (
 
 class ConfigError(Exception):
     """Settings a command needs are missing; the message lists all of them."""
+
+
+def invalid_settings(error: ValidationError) -> str:
+    """A `Settings` validation error as one line, by setting name and rule: never the value,
+    which may be a credential."""
+    found = [
+        f"{'.'.join(str(part) for part in problem['loc'])}: {problem['msg']}"
+        for problem in error.errors()
+    ]
+    return f"invalid setting{'s' if len(found) > 1 else ''}: {'; '.join(found)}"
 
 
 class Settings(BaseSettings):
@@ -80,14 +93,22 @@ class Settings(BaseSettings):
     anthropic_api_key: SecretStr | None = Field(default=None, alias="ANTHROPIC_API_KEY")
     anthropic_base_url: str | None = Field(default=None, alias="ANTHROPIC_BASE_URL")
     anthropic_model: str = Field(default=DEFAULT_MODEL, alias="ANTHROPIC_MODEL")
-    anthropic_max_tokens: int = Field(
-        default=DEFAULT_MAX_TOKENS, ge=1, alias="ANTHROPIC_MAX_TOKENS"
-    )
-    anthropic_thinking: bool = Field(default=False, alias="ANTHROPIC_THINKING")
+    anthropic_max_tokens: int | None = Field(default=None, ge=1, alias="ANTHROPIC_MAX_TOKENS")
+    """Unset: the model family's own output budget (4,096 up to Claude 4.8; 16,000 or 32,000
+    for the models that always think, whose thinking counts toward it; docs/models.md)."""
+    anthropic_thinking: bool | None = Field(default=None, alias="ANTHROPIC_THINKING")
+    """Unset: the model's default (off up to Claude 4.8, on from Claude 5). False on a model
+    whose thinking is always on does nothing, and says so at start."""
     anthropic_thinking_budget: int | None = Field(default=None, alias="ANTHROPIC_THINKING_BUDGET")
     """Unset: thinking, when on, is adaptive (the model decides how much). Set: a manual budget,
-    at least 1,024 and below `ANTHROPIC_MAX_TOKENS`, checked when a command starts. It also
-    applies when an agent's own model settings turn thinking on."""
+    at least 1,024 and below `ANTHROPIC_MAX_TOKENS`, checked when a command starts, on the
+    models that still take one (up to Claude 4.6; a start-up error on later ones, whose depth
+    is `ANTHROPIC_EFFORT`). It also applies when an agent's own model settings turn thinking on."""
+    anthropic_effort: Literal["low", "medium", "high", "xhigh", "max"] | None = Field(
+        default=None, alias="ANTHROPIC_EFFORT"
+    )
+    """`output_config.effort`: how much the model thinks, on the models that take it (from
+    Claude 4.6); a start-up error on one that does not. Unset: the model's default."""
     anthropic_timeout: float = Field(default=600.0, gt=0, alias="ANTHROPIC_TIMEOUT_SECONDS")
     """Per request to the Messages API (the SDK's `timeout`); a stream counts as one request."""
     anthropic_max_retries: int = Field(default=2, ge=0, alias="ANTHROPIC_MAX_RETRIES")
@@ -299,19 +320,22 @@ class Settings(BaseSettings):
         text = value.get_secret_value() if isinstance(value, SecretStr) else str(value)
         return not text.strip().lower().startswith(PLACEHOLDER)
 
+    def anthropic_request(self) -> Requested:
+        """What the `ANTHROPIC_*` settings ask of `ANTHROPIC_MODEL`, for its family's rules."""
+        return Requested(
+            model=self.anthropic_model,
+            thinking=self.anthropic_thinking,
+            budget=self.anthropic_thinking_budget,
+            effort=self.anthropic_effort,
+            max_tokens=self.anthropic_max_tokens,
+        )
+
     def _anthropic_problems(self) -> list[str]:
-        """Cross-field rules pydantic cannot state on one field; values only, never the key."""
-        budget = self.anthropic_thinking_budget
-        if budget is None:
-            return []
-        if budget < MIN_THINKING_BUDGET:
-            return [f"ANTHROPIC_THINKING_BUDGET ({budget}) must be at least {MIN_THINKING_BUDGET}"]
-        if budget >= self.anthropic_max_tokens:
-            return [
-                f"ANTHROPIC_THINKING_BUDGET ({budget}) must be below ANTHROPIC_MAX_TOKENS "
-                f"({self.anthropic_max_tokens}): thinking tokens count toward max_tokens"
-            ]
-        return []
+        """What `ANTHROPIC_MODEL`'s family would refuse (`agent.models.setting_problems`), and,
+        logged once, what it accepts but ignores; values only, never the key."""
+        for warning in setting_warnings(self.anthropic_request()):
+            log.warning("%s", warning)
+        return setting_problems(self.anthropic_request())
 
     def _api_problems(self) -> list[str]:
         """A malformed `API_TOKENS` is said at start, by what is wrong, never by a token."""

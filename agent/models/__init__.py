@@ -10,6 +10,13 @@ from __future__ import annotations
 import typing
 
 from agent.models._anthropic_request import DEFAULT_MAX_TOKENS, DEFAULT_MODEL, MIN_THINKING_BUDGET
+from agent.models._families import EFFORT_LEVELS, ModelFamily, family_of
+from agent.models._family_rules import (
+    Requested,
+    SettingNames,
+    setting_problems,
+    setting_warnings,
+)
 from agent.models._scripted import (
     Responder,
     ScriptedModel,
@@ -25,13 +32,20 @@ if typing.TYPE_CHECKING:
 __all__ = [
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_MODEL",
+    "EFFORT_LEVELS",
     "MIN_THINKING_BUDGET",
     "AnthropicModel",
     "AnthropicSettings",
+    "ModelFamily",
+    "Requested",
     "Responder",
     "ScriptedModel",
     "ScriptedReply",
+    "SettingNames",
+    "family_of",
     "opening_text",
+    "setting_problems",
+    "setting_warnings",
     "step_in_turn",
     "turn_in_session",
 ]

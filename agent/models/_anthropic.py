@@ -16,7 +16,7 @@ import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import anthropic
 import httpx2
@@ -24,6 +24,7 @@ from anthropic.lib.streaming import BetaAsyncMessageStreamManager
 from anthropic.types import (
     MessageCountTokensToolParam,
     MessageParam,
+    OutputConfigParam,
     TextBlockParam,
     ThinkingConfigParam,
     ToolParam,
@@ -31,6 +32,7 @@ from anthropic.types import (
 from anthropic.types.beta import (
     BetaContextManagementConfigParam,
     BetaMessageParam,
+    BetaOutputConfigParam,
     BetaTextBlockParam,
     BetaThinkingConfigParam,
     BetaToolParam,
@@ -49,7 +51,6 @@ from agent.models._anthropic_context import (
 )
 from agent.models._anthropic_reply import StreamCutError, describe, is_restartable, to_reply
 from agent.models._anthropic_request import (
-    DEFAULT_MAX_TOKENS,
     DEFAULT_MODEL,
     MIN_THINKING_BUDGET,
     Block,
@@ -58,6 +59,14 @@ from agent.models._anthropic_request import (
     message_params,
     system_blocks,
     tool_params,
+)
+from agent.models._family_rules import (
+    Requested,
+    SettingNames,
+    effort_param,
+    setting_problems,
+    setting_warnings,
+    thinking_param,
 )
 from agent.seams import ModelEvent, ModelRequest, StreamRestart, TextDelta
 
@@ -95,6 +104,11 @@ MAX_TOKENS_SETTING = "ANTHROPIC_MAX_TOKENS"
 """Where an operator raises the default `max_tokens`: the same name for the bot and
 `AnthropicSettings`, so an error can say it whichever host built this model."""
 _MAX_RESTART_DELAY = 8.0
+PARAMETERS = SettingNames(
+    thinking="thinking", budget="thinking_budget", effort="effort", max_tokens="max_tokens"
+)
+"""How the constructor's own checks name what they check: its parameters."""
+Effort = Literal["low", "medium", "high", "xhigh", "max"]
 
 
 class AnthropicSettings(BaseSettings):
@@ -109,7 +123,8 @@ class AnthropicSettings(BaseSettings):
 
     api_key: SecretStr | None = None
     model: str = DEFAULT_MODEL
-    max_tokens: int = DEFAULT_MAX_TOKENS
+    max_tokens: int | None = Field(default=None, ge=1)
+    """Unset: the model family's own output budget (`ModelFamily.default_max_tokens`)."""
     base_url: str | None = None
     max_retries: int = Field(default=2, ge=0)
     timeout: float = Field(
@@ -118,8 +133,11 @@ class AnthropicSettings(BaseSettings):
         validation_alias=AliasChoices("ANTHROPIC_TIMEOUT_SECONDS", "ANTHROPIC_TIMEOUT"),
     )
     """Seconds; `ANTHROPIC_TIMEOUT` is the older name, still read."""
-    thinking: bool = False
+    thinking: bool | None = None
+    """Unset: the model's default (off up to Claude 4.8, on from Claude 5)."""
     thinking_budget: int | None = None
+    effort: Effort | None = None
+    """`output_config.effort`, on the families that take it; unset: the model's default."""
     max_context_tokens: int | None = None
     long_cache: bool = True
     """`ANTHROPIC_LONG_CACHE=false` keeps every breakpoint at the 5-minute default (a gateway
@@ -141,6 +159,7 @@ class _Params:
     messages: list[Block]
     tools: list[Block]
     thinking: dict[str, Any] | None
+    effort: str | None
     context: ContextPlan | None = None
     """Set: the request goes to the beta endpoint with `context_management` and its betas."""
 
@@ -150,11 +169,15 @@ class AnthropicModel:
 
     Request settings override the constructor's defaults only where they were set explicitly
     (`ModelSettings.model_fields_set`), since `ModelSettings` gives every field a default.
-    Thinking is off unless asked for; when on, it is adaptive, or manual with `thinking_budget`,
-    which is checked against the API's bounds here, at start, rather than at the first turn that
-    thinks. A long thread is the API's to compact where the model's family takes it
-    (`context_management="auto"`, see `_anthropic_context`); otherwise `max_context_tokens`
-    bounds the request by the API's token count (see `fit_by_count`).
+    What each model accepts comes from its family (`agent.models._families`): the constructor
+    refuses, at start, a combination its own model would answer with a 400 (a budget where
+    thinking is adaptive only, an effort it does not take, `max_tokens` above its maximum);
+    a request naming another model is translated into what that model accepts instead, with a
+    warning, never refused by the API. Unset, thinking, effort and `max_tokens` are the
+    model's own defaults; thinking asked for is adaptive, or manual with `thinking_budget`
+    where the family still takes a budget. A long thread is the API's to compact where the
+    model's family takes it (`context_management="auto"`, see `_anthropic_context`); otherwise
+    `max_context_tokens` bounds the request by the API's token count (see `fit_by_count`).
     A request after which the turn may wait for a person (`ModelRequest.may_wait`) is cached
     with the 1-hour lifetime where the model takes it, unless `long_cache=False`.
     """
@@ -164,12 +187,13 @@ class AnthropicModel:
         *,
         api_key: str | None = None,
         model: str = DEFAULT_MODEL,
-        max_tokens: int = DEFAULT_MAX_TOKENS,
+        max_tokens: int | None = None,
         base_url: str | None = None,
         max_retries: int = 2,
         timeout: float = 600.0,
-        thinking: bool = False,
+        thinking: bool | None = None,
         thinking_budget: int | None = None,
+        effort: str | None = None,
         max_context_tokens: int | None = None,
         long_cache: bool = True,
         context_management: ContextMode = "auto",
@@ -177,8 +201,16 @@ class AnthropicModel:
         restart_delay: float = 0.5,
         client: anthropic.AsyncAnthropic | None = None,
     ) -> None:
-        if thinking_budget is not None:
-            _check_budget(thinking_budget, max_tokens)
+        asked = Requested(
+            model=model,
+            thinking=thinking,
+            budget=thinking_budget,
+            effort=effort,
+            max_tokens=max_tokens,
+        )
+        problems = setting_problems(asked, PARAMETERS)
+        if problems:
+            raise ModelError("; ".join(problems))
         try:
             check_compact_at(compact_at_tokens)
         except ValueError as err:
@@ -197,6 +229,9 @@ class AnthropicModel:
         self._max_tokens = max_tokens
         self._thinking = thinking
         self._thinking_budget = thinking_budget
+        self._effort = effort
+        self._configured = asked
+        self._translated: set[str] = set()
         self._max_context_tokens = max_context_tokens
         self._long_cache = long_cache
         self._context_management = context_management
@@ -208,7 +243,20 @@ class AnthropicModel:
 
     @classmethod
     def from_settings(cls, settings: AnthropicSettings) -> AnthropicModel:
-        """Raises `ModelError` naming ANTHROPIC_API_KEY when it is missing, at startup."""
+        """Raises `ModelError` naming ANTHROPIC_API_KEY when it is missing, or the settings
+        the model would refuse, at startup; logs, once, a setting that does nothing on it."""
+        asked = Requested(
+            model=settings.model,
+            thinking=settings.thinking,
+            budget=settings.thinking_budget,
+            effort=settings.effort,
+            max_tokens=settings.max_tokens,
+        )
+        problems = setting_problems(asked)
+        if problems:
+            raise ModelError("; ".join(problems))
+        for warning in setting_warnings(asked):
+            log.warning("%s", warning)
         key = settings.api_key.get_secret_value() if settings.api_key else None
         return cls(
             api_key=key,
@@ -219,6 +267,7 @@ class AnthropicModel:
             timeout=settings.timeout,
             thinking=settings.thinking,
             thinking_budget=settings.thinking_budget,
+            effort=settings.effort,
             max_context_tokens=settings.max_context_tokens,
             long_cache=settings.long_cache,
             context_management=settings.context_management,
@@ -286,6 +335,11 @@ class AnthropicModel:
                 thinking=cast("BetaThinkingConfigParam", params.thinking) or anthropic.omit,
                 context_management=cast("BetaContextManagementConfigParam", params.context.param()),
                 betas=list(params.context.betas),
+                output_config=(
+                    cast("BetaOutputConfigParam", {"effort": params.effort})
+                    if params.effort
+                    else anthropic.omit
+                ),
             )
         return self._client.messages.stream(
             model=params.model,
@@ -294,6 +348,11 @@ class AnthropicModel:
             system=cast("list[TextBlockParam]", params.system) or anthropic.omit,
             tools=cast("list[ToolParam]", params.tools) or anthropic.omit,
             thinking=cast("ThinkingConfigParam", params.thinking) or anthropic.omit,
+            output_config=(
+                cast("OutputConfigParam", {"effort": params.effort})
+                if params.effort
+                else anthropic.omit
+            ),
         )
 
     async def _counted(self, request: ModelRequest, params: _Params) -> _Params:
@@ -316,7 +375,9 @@ class AnthropicModel:
                     "token counting failed, the estimate bounds the request: %s", describe(err)
                 )
             return params
-        return dataclasses.replace(params, messages=message_params(kept, long_cache=long_cache))
+        return dataclasses.replace(
+            params, messages=message_params(kept, long_cache=long_cache, model=params.model)
+        )
 
     async def _count(self, params: _Params, messages: list[Block]) -> int:
         """The request as `_open` sends it, counted (the beta endpoint's count is after the
@@ -344,9 +405,15 @@ class AnthropicModel:
     def _params(self, request: ModelRequest) -> _Params:
         settings = request.settings
         explicit = settings.model_fields_set
-        max_tokens = settings.max_tokens if "max_tokens" in explicit else self._max_tokens
-        thinking = settings.thinking if "thinking" in explicit else self._thinking
         model = settings.model or self._model
+        asked = Requested(
+            model=model,
+            thinking=settings.thinking if "thinking" in explicit else self._thinking,
+            budget=self._thinking_budget,
+            effort=settings.effort or self._effort,
+            max_tokens=settings.max_tokens if "max_tokens" in explicit else self._max_tokens,
+        )
+        max_tokens = self._output_budget(asked)
         long_cache = request.may_wait and self._long_cache and accepts_long_cache(model)
         system = system_blocks(request.system, long_cache=long_cache)
         tools = tool_params(request.tools, long_cache=long_cache)
@@ -362,7 +429,8 @@ class AnthropicModel:
             system=system,
             messages=message_params(transcript, long_cache=long_cache, model=model),
             tools=tools,
-            thinking=self._thinking_config(max_tokens) if thinking else None,
+            thinking=self._thinking_config(asked, max_tokens),
+            effort=self._effort_config(asked),
             context=context,
         )
 
@@ -379,12 +447,49 @@ class AnthropicModel:
                 anthropic.__version__,
             )
 
-    def _thinking_config(self, max_tokens: int) -> dict[str, Any]:
-        """`max_tokens` may be the agent's own, so the budget is checked against it again."""
-        if self._thinking_budget is None:
-            return {"type": "adaptive"}
-        _check_budget(self._thinking_budget, max_tokens)
-        return {"type": "enabled", "budget_tokens": self._thinking_budget}
+    def _output_budget(self, asked: Requested) -> int:
+        """An agent's `max_tokens` above its model's maximum is lowered to it, with a warning:
+        the API would refuse the request."""
+        ceiling = asked.family.max_output_tokens
+        if asked.output_budget > ceiling:
+            self._translate(
+                f"max_tokens {asked.output_budget} is above the {ceiling} output tokens "
+                f"{asked.model} can write: {ceiling} is sent"
+            )
+            return ceiling
+        return asked.output_budget
+
+    def _thinking_config(self, asked: Requested, max_tokens: int) -> dict[str, Any] | None:
+        """Only a config the request's model accepts, with a warning where that is not what
+        was asked; `max_tokens` may be the agent's own, so a manual budget is checked again."""
+        config = thinking_param(asked)
+        kind = (config or {}).get("type")
+        if kind == "enabled":
+            _check_budget(asked.budget or 0, max_tokens)
+        elif asked.thinking and asked.budget is not None:
+            self._translate(
+                f"thinking_budget is not sent: {asked.model} takes no manual budget (its "
+                "thinking is adaptive; effort sets how much)"
+            )
+        elif asked.thinking and config is None:
+            self._translate(f"thinking is not sent: {asked.model} needs a thinking_budget")
+        stays_on = asked.family.thinking_default is not None and kind in (None, "adaptive")
+        # The constructor's own setting was said at start, by `setting_warnings`.
+        if asked.thinking is False and stays_on and asked != self._configured:
+            self._translate(f"thinking stays on: {asked.model} cannot turn it off here")
+        return config
+
+    def _effort_config(self, asked: Requested) -> str | None:
+        effort = effort_param(asked)
+        if asked.effort is not None and effort is None:
+            self._translate(f"effort {asked.effort} is not sent: {asked.model} does not take it")
+        return effort
+
+    def _translate(self, what: str) -> None:
+        """A request changed to fit its model: said once per kind, not at every step."""
+        if what not in self._translated:
+            self._translated.add(what)
+            log.warning("%s", what)
 
 
 def _check_budget(budget: int, max_tokens: int) -> None:

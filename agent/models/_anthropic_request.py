@@ -52,11 +52,15 @@ Block = dict[str, Any]
 Role = Literal["user", "assistant"]
 ApiMessage = dict[str, Any]
 
-DEFAULT_MODEL = "claude-sonnet-4-6"
-"""The one default model, for the engine and the bot's settings alike. It lives here, not beside
-the adapter, so a host can read it without importing the SDK; it must not be one the installed
-SDK lists in `DEPRECATED_MODELS` (a test checks)."""
+DEFAULT_MODEL = "claude-sonnet-5-5"
+"""The one default model, for the engine and the bot's settings alike: the current Sonnet on the
+models overview (https://platform.claude.com/docs/en/about-claude/models/overview). It lives
+here, not beside the adapter, so a host can read it without importing the SDK; it must be in the
+installed SDK's `ModelParam` and not in its `DEPRECATED_MODELS` (a test checks)."""
 DEFAULT_MAX_TOKENS = 4096
+"""The output budget of the families that think only when asked (Claude 4 to 4.8); a family
+that always thinks has its own, larger one (`ModelFamily.default_max_tokens`), used when no
+setting names one."""
 MIN_THINKING_BUDGET = 1024
 """The API's floor for a manual thinking budget (`budget_tokens`), as the SDK documents it."""
 

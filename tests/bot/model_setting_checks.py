@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from agent import AssistantMessage, ModelError, ModelSettings, TextBlock, UserMessage
+from agent.models import DEFAULT_MODEL, family_of
 from agent.seams import ModelRequest
 from bot.app import build_model
 from bot.settings import Settings
@@ -32,20 +33,38 @@ async def anthropic_model(ctx: Ctx) -> None:
 
 
 async def anthropic_max_tokens(ctx: Ctx) -> None:
+    """Unset: the default model's family budget (`ModelFamily.default_max_tokens`)."""
+    assert (await ctx.sent())["max_tokens"] == family_of(DEFAULT_MODEL).default_max_tokens
     ctx.set(ANTHROPIC_MAX_TOKENS="1234")
     assert (await ctx.sent())["max_tokens"] == 1234
 
 
 async def anthropic_thinking(ctx: Ctx) -> None:
+    """Unset: the model's default (nothing sent); on: adaptive; off: the default model's lowest
+    setting, `between_tools`, since it refuses "disabled"."""
+    assert "thinking" not in await ctx.sent()
     ctx.set(ANTHROPIC_THINKING="true")
     assert (await ctx.sent())["thinking"] == {"type": "adaptive"}
+    ctx.set(ANTHROPIC_THINKING="false")
+    assert (await ctx.sent())["thinking"] == {"type": "between_tools"}
 
 
 async def anthropic_thinking_budget(ctx: Ctx) -> None:
+    """A manual budget, on a model that still takes one (the default model's is adaptive)."""
     ctx.set(
-        ANTHROPIC_THINKING="true", ANTHROPIC_MAX_TOKENS="8000", ANTHROPIC_THINKING_BUDGET="2048"
+        ANTHROPIC_MODEL="claude-sonnet-4-6",
+        ANTHROPIC_THINKING="true",
+        ANTHROPIC_MAX_TOKENS="8000",
+        ANTHROPIC_THINKING_BUDGET="2048",
     )
     assert (await ctx.sent())["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+
+
+async def anthropic_effort(ctx: Ctx) -> None:
+    """Unset: none sent, the model's default effort; set: `output_config.effort`."""
+    assert "output_config" not in await ctx.sent()
+    ctx.set(ANTHROPIC_EFFORT="low")
+    assert (await ctx.sent())["output_config"] == {"effort": "low"}
 
 
 async def anthropic_timeout(ctx: Ctx) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from agent.models import DEFAULT_MODEL
 from bot.demo import CHANNEL
 from bot.testing.http import local_client
 from tests.bot.harness import eventually
@@ -78,10 +79,10 @@ async def test_with_a_key_the_sandbox_runs_claude_and_says_so(
     api.enqueue(sse_reply(Text(REPLY)))
     env = {"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": api.base_url}
     async with sandbox(monkeypatch, **env) as box:
-        assert box.printed[1].strip() == f"model: Claude, claude-sonnet-4-6 at {api.base_url}"
+        assert box.printed[1].strip() == f"model: Claude, {DEFAULT_MODEL} at {api.base_url}"
         assert "the model online" in box.printed[0]
         page = (await box.http.get(f"{box.url}/")).text
-        assert "Claude, claude-sonnet-4-6" in page
+        assert f"Claude, {DEFAULT_MODEL}" in page
         assert "offline scripted model" not in page
         await box.say("hello, who is answering?")
         await box.replied(REPLY)

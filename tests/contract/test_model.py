@@ -65,9 +65,11 @@ from tests.support.model_harnesses import (
 T = "turn-1"
 LOOKUP = ToolSpec(name="lookup", description="Look a thing up.", input_schema={"type": "object"})
 WEATHER = ToolSpec(name="weather", description="The weather.", input_schema={"type": "object"})
-MODELS = ["scripted", "anthropic", "deferred", "plain"]
-RESTARTING = ["anthropic", "deferred", "plain"]
+MODELS = ["scripted", "anthropic", "anthropic-legacy", "deferred", "plain"]
+RESTARTING = ["anthropic", "anthropic-legacy", "deferred", "plain"]
 """`ScriptedModel` never retries, so it never restarts a stream."""
+LEGACY_MODEL = "claude-sonnet-4-6"
+"""The adapter on the old family's rules (thinking off unless asked, a budget, forced tools)."""
 
 
 @pytest.fixture(scope="module")
@@ -83,13 +85,14 @@ async def harness(request: pytest.FixtureRequest) -> AsyncIterator[ModelHarness]
             yield ScriptedHarness()
         case "plain":
             yield PlainHarness()
-        case "anthropic" | "deferred":
+        case "anthropic" | "anthropic-legacy" | "deferred":
             api: AnthropicStandin = request.getfixturevalue("anthropic_server")
             api.reset()
             client = AsyncAnthropic(base_url=api.base_url, api_key="sk-ant-contract", max_retries=2)
-            made = AnthropicHarness if request.param == "anthropic" else DeferredHarness
+            made = DeferredHarness if request.param == "deferred" else AnthropicHarness
+            legacy = request.param == "anthropic-legacy"
             try:
-                yield made(api, client)
+                yield made(api, client, model_id=LEGACY_MODEL if legacy else "claude-test")
             finally:
                 await client.close()
         case other:

@@ -106,15 +106,18 @@ class ScriptedHarness:
 
 @dataclass
 class AnthropicHarness:
-    """`AnthropicModel` over the real SDK, against the Messages API stand-in."""
+    """`AnthropicModel` over the real SDK, against the Messages API stand-in, which holds each
+    request to the rules of `model_id`'s family: "claude-test", an id no family owns, is read
+    as the newest (and strictest) one; a legacy id runs the same contract on the old rules."""
 
     api: AnthropicStandin
     client: AsyncAnthropic
+    model_id: str = "claude-test"
     model: AnthropicModel = field(init=False)
     failure: str = "invalid_request_error"
 
     def __post_init__(self) -> None:
-        self.model = AnthropicModel(client=self.client, model="claude-test", restart_delay=0)
+        self.model = AnthropicModel(client=self.client, model=self.model_id, restart_delay=0)
 
     @staticmethod
     def _content(answer: Say) -> list[ContentSpec]:
@@ -151,7 +154,7 @@ class DeferredHarness(AnthropicHarness):
 
     def __post_init__(self) -> None:
         self.model = DeferredModel(
-            lambda: AnthropicModel(client=self.client, model="claude-test", restart_delay=0)
+            lambda: AnthropicModel(client=self.client, model=self.model_id, restart_delay=0)
         )
 
 

@@ -34,6 +34,7 @@ from agent import (
     UserMessage,
 )
 from agent._messages import RedactedThinkingBlock
+from agent.models import family_of
 from agent.models._anthropic_request import bound_transcript
 from agent.seams import ModelEvent, ModelReply, ModelRequest, StreamRestart, TextDelta, ToolSpec
 from tests.support.anthropic_signatures import sign
@@ -49,6 +50,10 @@ from tests.support.anthropic_standin import (
 )
 
 KEY = "sk-ant-test-key-0123456789"
+MANUAL_THINKING = "claude-sonnet-4-6"
+"""A model that still takes a manual thinking budget (and adaptive thinking, off by default)."""
+UNKNOWN_BUDGET = family_of("claude-test").default_max_tokens
+"""An id the family table does not know is read as the newest family, with its output budget."""
 EPHEMERAL = {"type": "ephemeral"}
 T = "turn-1"
 TOOLS = (
@@ -163,7 +168,7 @@ async def test_text_only_turn(api: AnthropicStandin, model: AnthropicModel) -> N
     (sent,) = api.requests
     assert sent.credential == KEY
     assert sent.body["model"] == "claude-test"
-    assert sent.body["max_tokens"] == 4096
+    assert sent.body["max_tokens"] == UNKNOWN_BUDGET
     assert sent.body["messages"] == [
         {"role": "user", "content": [{"type": "text", "text": "hi", "cache_control": EPHEMERAL}]}
     ]
@@ -336,7 +341,7 @@ async def test_request_settings_override_defaults_only_when_set(
 
     explicit, default = api.bodies
     assert (explicit["model"], explicit["max_tokens"]) == ("claude-other", 256)
-    assert (default["model"], default["max_tokens"]) == ("claude-test", 4096)
+    assert (default["model"], default["max_tokens"]) == ("claude-test", UNKNOWN_BUDGET)
 
 
 async def test_temperature_is_not_sent_since_the_sdk_takes_none(
@@ -405,8 +410,8 @@ async def test_a_tool_call_cut_off_at_max_tokens_fails_the_step(
     assert deltas(events) == ["Checking."]
     assert not any(isinstance(e, ModelReply) for e in events)
     assert str(error) == (
-        "the model's reply was cut off at max_tokens (4096) in the middle of a tool call "
-        "(weather); no call was run, since its input may be incomplete. Raise max_tokens "
+        f"the model's reply was cut off at max_tokens ({UNKNOWN_BUDGET}) in the middle of a "
+        "tool call (weather); no call was run, since its input may be incomplete. Raise max_tokens "
         "(ANTHROPIC_MAX_TOKENS)."
     )
     assert "max_tokens (900)" in str(explicit)
@@ -637,8 +642,10 @@ async def test_thinking_is_off_by_default_and_on_when_asked(
     api: AnthropicStandin, client: AsyncAnthropic
 ) -> None:
     api.enqueue(*[sse_reply(Text("x")) for _ in range(4)])
-    adaptive = AnthropicModel(client=client, restart_delay=0)
-    budgeted = AnthropicModel(client=client, thinking=True, thinking_budget=2048)
+    adaptive = AnthropicModel(client=client, model=MANUAL_THINKING, restart_delay=0)
+    budgeted = AnthropicModel(
+        client=client, model=MANUAL_THINKING, thinking=True, thinking_budget=2048
+    )
 
     await collect(adaptive, ask())
     await collect(adaptive, ask(thinking=True))
@@ -694,7 +701,9 @@ async def test_thinking_blocks_are_stored_and_echoed(
 
 
 async def test_a_thinking_budget_at_or_over_max_tokens_is_refused(client: AsyncAnthropic) -> None:
-    model = AnthropicModel(client=client, thinking=True, thinking_budget=1024)
+    model = AnthropicModel(
+        client=client, model=MANUAL_THINKING, thinking=True, thinking_budget=1024
+    )
 
     _, error = await collect_until_error(model, ask(max_tokens=1024), ModelError)
 
@@ -862,10 +871,11 @@ async def test_configuration_is_read_from_the_environment(
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
-    monkeypatch.setenv("ANTHROPIC_MODEL", "claude-from-env")
+    monkeypatch.setenv("ANTHROPIC_MODEL", "claude-sonnet-4-6")
     monkeypatch.setenv("ANTHROPIC_MAX_TOKENS", "2777")
     monkeypatch.setenv("ANTHROPIC_THINKING", "true")
     monkeypatch.setenv("ANTHROPIC_THINKING_BUDGET", "1500")
+    monkeypatch.setenv("ANTHROPIC_EFFORT", "low")
     monkeypatch.setenv("ANTHROPIC_TIMEOUT_SECONDS", "33")
     api.enqueue(sse_reply(Text("configured")))
     model = AnthropicModel.from_env()
@@ -878,8 +888,9 @@ async def test_configuration_is_read_from_the_environment(
 
     (sent,) = api.requests
     assert sent.credential == KEY
-    assert (sent.body["model"], sent.body["max_tokens"]) == ("claude-from-env", 2777)
+    assert (sent.body["model"], sent.body["max_tokens"]) == ("claude-sonnet-4-6", 2777)
     assert sent.body["thinking"] == {"type": "enabled", "budget_tokens": 1500}
+    assert sent.body["output_config"] == {"effort": "low"}
     assert sent.headers["x-stainless-read-timeout"] == "33.0"
 
 
@@ -894,7 +905,12 @@ def test_the_older_timeout_name_is_still_read(monkeypatch: pytest.MonkeyPatch) -
 @pytest.mark.parametrize(
     ("budget", "max_tokens", "problem"),
     [
-        (4096, 4096, "thinking_budget (4096) must be below max_tokens (4096)"),
+        (
+            4096,
+            4096,
+            "thinking_budget (4096) must be below max_tokens (4096): thinking tokens count "
+            "toward max_tokens",
+        ),
         (1000, 4096, "thinking_budget (1000) must be at least 1024"),
     ],
 )
@@ -902,7 +918,13 @@ def test_a_thinking_budget_the_api_refuses_fails_at_construction(
     budget: int, max_tokens: int, problem: str
 ) -> None:
     with pytest.raises(ModelError) as info:
-        AnthropicModel(api_key=KEY, thinking=True, thinking_budget=budget, max_tokens=max_tokens)
+        AnthropicModel(
+            api_key=KEY,
+            model=MANUAL_THINKING,
+            thinking=True,
+            thinking_budget=budget,
+            max_tokens=max_tokens,
+        )
 
     assert str(info.value) == problem
 

@@ -31,6 +31,8 @@ from tests.support.anthropic_standin import (
 KEY = "sk-ant-test-standin-key"
 USER = {"role": "user", "content": [{"type": "text", "text": "hi"}]}
 BASE = {"model": "claude-test", "max_tokens": 4096, "messages": [USER], "stream": True}
+MANUAL_THINKING = "claude-sonnet-4-5"
+"""A model that still takes a manual thinking budget (`tests.support.anthropic_rules`)."""
 EXTRA_NOT_PERMITTED = "Extra inputs are not permitted"
 
 
@@ -107,7 +109,8 @@ async def test_every_create_parameter_is_accepted(
     arguments: dict[str, Any] = {
         "max_tokens": 4096,
         "messages": [{"role": "user", "content": "hi"}],
-        "model": "claude-test",
+        # The one family that takes both a manual budget and effort.
+        "model": "claude-sonnet-4-6",
         "cache_control": {"type": "ephemeral"},
         "container": "container_1",
         "diagnostics": {"previous_message_id": None},
@@ -255,11 +258,11 @@ EPHEMERAL = {"cache_control": {"type": "ephemeral"}}
             "A maximum of 4 blocks with cache_control may be provided. Found 5.",
         ),
         (
-            {"thinking": {"type": "enabled", "budget_tokens": 1023}},
+            {"model": MANUAL_THINKING, "thinking": {"type": "enabled", "budget_tokens": 1023}},
             "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024",
         ),
         (
-            {"thinking": {"type": "enabled", "budget_tokens": 4096}},
+            {"model": MANUAL_THINKING, "thinking": {"type": "enabled", "budget_tokens": 4096}},
             "`max_tokens` must be greater than `thinking.budget_tokens`",
         ),
     ],
@@ -275,7 +278,8 @@ def test_documented_request_errors_are_refused(
 def test_a_valid_thinking_budget_is_accepted(api: AnthropicStandin) -> None:
     api.enqueue(sse_reply(Text("ok")))
 
-    response = post(api, {**BASE, "thinking": {"type": "enabled", "budget_tokens": 4095}})
+    thinking = {"type": "enabled", "budget_tokens": 4095}
+    response = post(api, {**BASE, "model": MANUAL_THINKING, "thinking": thinking})
 
     assert response.status_code == 200
 

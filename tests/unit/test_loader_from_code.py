@@ -72,3 +72,23 @@ def test_code_never_silently_overrides_the_directory(tmp_path: Path) -> None:
     # a source the directory does not mention is fine
     agent = load_agent(root, surfaces={"email": {"deny_tools": ["lookup"]}})
     assert set(agent.surfaces) == {"slack", "email"}
+
+
+def test_an_effort_no_model_takes_is_an_assembly_error_naming_the_field(tmp_path: Path) -> None:
+    root = a_directory(tmp_path / "a", "model = {'effort': 'extreme'}\n")
+
+    with pytest.raises(AssemblyError) as info:
+        load_agent(root)
+
+    assert str(info.value) == (
+        f"{root}: agent.py model: effort: Input should be 'low', 'medium', 'high', 'xhigh' or 'max'"
+    )
+
+
+def test_the_agents_effort_is_read_from_its_directory(tmp_path: Path) -> None:
+    root = a_directory(tmp_path / "a", "model = {'effort': 'low', 'thinking': False}\n")
+
+    model = load_agent(root).model
+
+    assert (model.effort, model.thinking) == ("low", False)
+    assert "thinking" in model.model_fields_set
