@@ -36,7 +36,8 @@ from agent.models._anthropic_request import (
     system_blocks,
     tool_params,
 )
-from agent.seams import ModelEvent, ModelRequest, StreamRestart, TextDelta
+from agent.models._thinking_display import DEFAULT_DISPLAY, ThinkingDisplay, with_display
+from agent.seams import ModelEvent, ModelRequest, StreamRestart, TextDelta, ThinkingDelta
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +90,8 @@ class AnthropicSettings(BaseSettings):
     """Seconds; `ANTHROPIC_TIMEOUT` is the older name, still read."""
     thinking: bool = False
     thinking_budget: int | None = None
+    thinking_display: ThinkingDisplay | None = DEFAULT_DISPLAY
+    """`ANTHROPIC_THINKING_DISPLAY`: see `agent.models._thinking_display`."""
     max_context_tokens: int | None = None
     long_cache: bool = True
     """`ANTHROPIC_LONG_CACHE=false` keeps every breakpoint at the 5-minute default (a gateway
@@ -116,7 +119,9 @@ class AnthropicModel:
     which is checked against the API's bounds here, at start, rather than at the first turn that
     thinks. `max_context_tokens` bounds the request by a chars/4 estimate (see `bound_transcript`).
     A request after which the turn may wait for a person (`ModelRequest.may_wait`) is cached
-    with the 1-hour lifetime where the model takes it, unless `long_cache=False`.
+    with the 1-hour lifetime where the model takes it, unless `long_cache=False`. Thinking text
+    streams as `ThinkingDelta` (progress, never the reply); `thinking_display` asks for it where
+    the model would send it empty (`agent.models._thinking_display`).
     """
 
     def __init__(
@@ -130,6 +135,7 @@ class AnthropicModel:
         timeout: float = 600.0,
         thinking: bool = False,
         thinking_budget: int | None = None,
+        thinking_display: ThinkingDisplay | None = DEFAULT_DISPLAY,
         max_context_tokens: int | None = None,
         long_cache: bool = True,
         restart_delay: float = 0.5,
@@ -151,6 +157,7 @@ class AnthropicModel:
         self._max_tokens = max_tokens
         self._thinking = thinking
         self._thinking_budget = thinking_budget
+        self._thinking_display = thinking_display
         self._max_context_tokens = max_context_tokens
         self._long_cache = long_cache
         self._max_restarts = client.max_retries
@@ -170,6 +177,7 @@ class AnthropicModel:
             timeout=settings.timeout,
             thinking=settings.thinking,
             thinking_budget=settings.thinking_budget,
+            thinking_display=settings.thinking_display,
             max_context_tokens=settings.max_context_tokens,
             long_cache=settings.long_cache,
         )
@@ -199,6 +207,9 @@ class AnthropicModel:
                         if event.type == "text" and event.text:
                             streamed = True
                             yield TextDelta(text=event.text)
+                        elif event.type == "thinking" and event.thinking:
+                            streamed = True
+                            yield ThinkingDelta(text=event.thinking)
                         elif event.type == "message_stop":
                             finished = True
                     if not finished:
@@ -252,7 +263,11 @@ class AnthropicModel:
             system=system,
             messages=message_params(transcript, long_cache=long_cache),
             tools=tools,
-            thinking=self._thinking_config(max_tokens) if thinking else None,
+            thinking=with_display(
+                self._thinking_config(max_tokens) if thinking else None,
+                model,
+                settings.thinking_display or self._thinking_display,
+            ),
         )
 
     def _skip_temperature(self, temperature: float) -> None:

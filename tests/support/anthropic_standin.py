@@ -37,6 +37,7 @@ from starlette.routing import Route
 
 from bot.asgi_server import BackgroundServer
 from tests.support.anthropic_cache import PromptCache, cache_control_problem
+from tests.support.anthropic_display import display_problem, displayed
 
 Event = tuple[str, dict[str, Any]]
 
@@ -274,7 +275,7 @@ class AnthropicStandin:
                 return _error_response(reply)
             case SseReply():
                 return StreamingResponse(
-                    _stream(reply.events, body.get("model", ""), cached),
+                    _stream(displayed(reply.events, body), body.get("model", ""), cached),
                     media_type="text/event-stream",
                     headers={"request-id": "req_standin"},
                 )
@@ -293,7 +294,7 @@ def request_problem(body: dict[str, Any]) -> str | None:
     messages: list[dict[str, Any]] = body["messages"]
     if not messages or messages[0]["role"] != "user":
         return "messages: first message must use the user role"
-    problem = _thinking_problem(body)
+    problem = _thinking_problem(body) or display_problem(body)
     if problem is not None:
         return problem
     breakpoints = sum(1 for b in _all_blocks(body) if "cache_control" in b)
