@@ -23,6 +23,7 @@ def build_model(settings: Settings) -> Model:
         max_tokens=settings.anthropic_max_tokens,
         thinking=settings.anthropic_thinking,
         thinking_budget=settings.anthropic_thinking_budget,
+        thinking_display=settings.anthropic_thinking_display,
         timeout=settings.anthropic_timeout,
         max_retries=settings.anthropic_max_retries,
         max_context_tokens=settings.anthropic_max_context_tokens,

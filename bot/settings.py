@@ -14,7 +14,13 @@ from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agent import DEFAULT_CONTEXT_MESSAGES, password_in_url
-from agent.models import DEFAULT_MAX_TOKENS, DEFAULT_MODEL, MIN_THINKING_BUDGET
+from agent.models import (
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_MODEL,
+    DEFAULT_THINKING_DISPLAY,
+    MIN_THINKING_BUDGET,
+    ThinkingDisplay,
+)
 
 if TYPE_CHECKING:
     from storage.installations.sealing import TokenCipher
@@ -88,6 +94,13 @@ class Settings(BaseSettings):
     """Unset: thinking, when on, is adaptive (the model decides how much). Set: a manual budget,
     at least 1,024 and below `ANTHROPIC_MAX_TOKENS`, checked when a command starts. It also
     applies when an agent's own model settings turn thinking on."""
+    anthropic_thinking_display: ThinkingDisplay = Field(
+        default=DEFAULT_THINKING_DISPLAY, alias="ANTHROPIC_THINKING_DISPLAY"
+    )
+    """"summarized" (the default): the model's progress between tool calls shows in the reply's
+    timeline, on models that send it only when asked (claude-opus-5-5, claude-fable-5-1, …);
+    "omitted" keeps it hidden. Never sent to a model that does not take it; an agent's own
+    `thinking_display` model setting wins."""
     anthropic_timeout: float = Field(default=600.0, gt=0, alias="ANTHROPIC_TIMEOUT_SECONDS")
     """Per request to the Messages API (the SDK's `timeout`); a stream counts as one request."""
     anthropic_max_retries: int = Field(default=2, ge=0, alias="ANTHROPIC_MAX_RETRIES")

@@ -18,6 +18,7 @@ from agent.models._scripted import (
     step_in_turn,
     turn_in_session,
 )
+from agent.models._thinking_display import DEFAULT_THINKING_DISPLAY, ThinkingDisplay
 
 if typing.TYPE_CHECKING:
     from agent.models._anthropic import AnthropicModel, AnthropicSettings
@@ -25,12 +26,14 @@ if typing.TYPE_CHECKING:
 __all__ = [
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_MODEL",
+    "DEFAULT_THINKING_DISPLAY",
     "MIN_THINKING_BUDGET",
     "AnthropicModel",
     "AnthropicSettings",
     "Responder",
     "ScriptedModel",
     "ScriptedReply",
+    "ThinkingDisplay",
     "opening_text",
     "step_in_turn",
     "turn_in_session",

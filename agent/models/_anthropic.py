@@ -36,7 +36,7 @@ from agent.models._anthropic_request import (
     system_blocks,
     tool_params,
 )
-from agent.models._thinking_display import DEFAULT_DISPLAY, ThinkingDisplay, with_display
+from agent.models._thinking_display import DEFAULT_THINKING_DISPLAY, ThinkingDisplay, with_display
 from agent.seams import ModelEvent, ModelRequest, StreamRestart, TextDelta, ThinkingDelta
 
 log = logging.getLogger(__name__)
@@ -90,7 +90,7 @@ class AnthropicSettings(BaseSettings):
     """Seconds; `ANTHROPIC_TIMEOUT` is the older name, still read."""
     thinking: bool = False
     thinking_budget: int | None = None
-    thinking_display: ThinkingDisplay | None = DEFAULT_DISPLAY
+    thinking_display: ThinkingDisplay | None = DEFAULT_THINKING_DISPLAY
     """`ANTHROPIC_THINKING_DISPLAY`: see `agent.models._thinking_display`."""
     max_context_tokens: int | None = None
     long_cache: bool = True
@@ -135,7 +135,7 @@ class AnthropicModel:
         timeout: float = 600.0,
         thinking: bool = False,
         thinking_budget: int | None = None,
-        thinking_display: ThinkingDisplay | None = DEFAULT_DISPLAY,
+        thinking_display: ThinkingDisplay | None = DEFAULT_THINKING_DISPLAY,
         max_context_tokens: int | None = None,
         long_cache: bool = True,
         restart_delay: float = 0.5,

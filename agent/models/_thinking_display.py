@@ -16,7 +16,7 @@ from typing import Any, Literal
 from agent.models._families import family_of
 
 ThinkingDisplay = Literal["summarized", "omitted"]
-DEFAULT_DISPLAY: ThinkingDisplay = "summarized"
+DEFAULT_THINKING_DISPLAY: ThinkingDisplay = "summarized"
 """Progress shown by default: a person watching a reply expects to see what the agent is doing
 between its tool calls, which on the newest models arrives only as summarized thinking. The
 price is the model's time writing the summary; "omitted" gives it back."""
