@@ -53,6 +53,7 @@ from agent._events import (
     InputResolved,
     MessageCompleted,
     MessageDelta,
+    ProgressUpdated,
     TurnCancelled,
     TurnCompleted,
     TurnEvent,
@@ -97,7 +98,8 @@ from agent.models import ScriptedModel, ScriptedReply
 from agent.seams import EventSink, Model, ModelSettings, SessionStore
 
 if typing.TYPE_CHECKING:
-    from agent.models._anthropic import AnthropicModel, AnthropicSettings
+    from agent.models._anthropic import AnthropicModel
+    from agent.models._anthropic_settings import AnthropicSettings
 
 __all__ = [
     "DEFAULT_CONTEXT_MESSAGES",
@@ -146,6 +148,7 @@ __all__ = [
     "PendingApproval",
     "PolicyAnswerer",
     "Principal",
+    "ProgressUpdated",
     "ReceiptRecord",
     "ReceiptStatus",
     "RecentTurn",

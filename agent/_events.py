@@ -1,5 +1,6 @@
-"""Typed turn events. All but `message.delta` are durable: written to the session's event log in
-the same transaction as the step that caused them, so a renderer that restarts can catch up.
+"""Typed turn events. All but `message.delta` and `progress.updated` are durable: written to the
+session's event log in the same transaction as the step that caused them, so a renderer that
+restarts can catch up.
 
 `seq` is the event's position in the session's log; it is 0 until the store assigns it, and live
 deltas keep 0 (they are never stored).
@@ -40,6 +41,26 @@ class MessageDelta(_Event):
     type: Literal["message.delta"] = "message.delta"
     text: str
     restart: bool = False
+    after: int = 0
+
+
+MAX_PROGRESS = 2000
+"""Characters of a step's progress one `progress.updated` carries at most (its newest ones)."""
+
+
+class ProgressUpdated(_Event):
+    """Live only, never stored: what the model has shown of its progress so far in the model
+    step that will commit as message `index` (its summarized thinking, where newer models put
+    what they say between tool calls), the newest `MAX_PROGRESS` characters of it. Never the
+    model's words: no part of the step's text, the turn's result or any durable event.
+
+    Each one replaces the last (the whole progress so far, not a piece of it), so a surface that
+    misses one (a relay's pub/sub drops it) shows the next one whole. `after`: as on
+    `MessageDelta`, set on one relayed from another process."""
+
+    type: Literal["progress.updated"] = "progress.updated"
+    index: int
+    text: str
     after: int = 0
 
 
@@ -143,6 +164,7 @@ class TurnCancelled(_Event):
 TurnEvent = Annotated[
     TurnStarted
     | MessageDelta
+    | ProgressUpdated
     | MessageCompleted
     | ActionRequested
     | ActionCompleted

@@ -33,6 +33,11 @@ class ModelSettings(_Frozen):
     effort: Literal["low", "medium", "high", "xhigh", "max"] | None = None
     """`output_config.effort`: how much the model thinks and writes, on models that take it;
     unset, the adapter's own (ANTHROPIC_EFFORT), else the model's default."""
+    thinking_display: Literal["summarized", "omitted"] | None = None
+    """Whether the model's thinking comes back as text ("summarized") or empty ("omitted"),
+    where its API takes the choice; None leaves it to the adapter's own default. Newer models
+    write what they say between tool calls into thinking, so "omitted" silences that progress.
+    Adapters stream the text as `ThinkingDelta`s: progress to show, never the reply."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,8 +60,16 @@ class TextDelta(_Frozen):
     text: str
 
 
+class ThinkingDelta(_Frozen):
+    """Progress the model shows while it works (its summarized thinking, where newer models put
+    what they say between tool calls). Live only: never the model's words, never part of the
+    reply's text, never persisted. A consumer that shows nothing of it may ignore it."""
+
+    text: str
+
+
 class StreamRestart(_Frozen):
-    """The adapter retried the call: text streamed so far is void."""
+    """The adapter retried the call: text (and progress) streamed so far is void."""
 
     reason: str = ""
 
@@ -74,7 +87,7 @@ class ModelReply(_Frozen):
     None when it gave none."""
 
 
-ModelEvent = TextDelta | StreamRestart | ModelReply
+ModelEvent = TextDelta | ThinkingDelta | StreamRestart | ModelReply
 
 
 class Model(Protocol):
@@ -84,8 +97,10 @@ class Model(Protocol):
         The turn loop relies on this (`tests/contract/test_model.py` holds the contract): the
         deltas after the last `StreamRestart` spell the reply's text; `StreamRestart` comes only
         before the reply; tool calls are `ToolCall` blocks of the reply, with the stop reason
-        passed through. The loop may stop reading at any point (a cancel between deltas): it
-        then calls the iterator's `aclose()` if it has one, as an async generator does, so an
-        adapter holding a connection should be one; a plain `AsyncIterator` is just dropped.
+        passed through. `ThinkingDelta`s may come among the deltas: progress, which spells no
+        part of the reply's text; an adapter without thinking yields none. The loop may stop
+        reading at any point (a cancel between deltas): it then calls the iterator's `aclose()`
+        if it has one, as an async generator does, so an adapter holding a connection should be
+        one; a plain `AsyncIterator` is just dropped.
         """
         ...

@@ -14,10 +14,12 @@ from dataclasses import replace
 
 from agent._errors import ModelError
 from agent._events import (
+    MAX_PROGRESS,
     ActionRequested,
     InputRequested,
     MessageCompleted,
     MessageDelta,
+    ProgressUpdated,
     TurnCancelled,
     TurnCompleted,
     TurnEvent,
@@ -54,6 +56,7 @@ from agent.seams import (
     StepCommit,
     StreamRestart,
     TextDelta,
+    ThinkingDelta,
     TimerKind,
     TurnRecord,
     TurnStatus,
@@ -367,7 +370,9 @@ class TurnRunner:
         )
 
     async def _stream_reply(self) -> ModelReply:
+        """Deltas and progress go out live only; progress is never part of the step's text."""
         reply: ModelReply | None = None
+        progress = ""
         try:
             async with model_stream(self.env.model, self._request()) as stream:
                 async for event in stream:
@@ -378,7 +383,19 @@ class TurnRunner:
                             )
                         )
                         self.checkpoint()
+                    elif isinstance(event, ThinkingDelta):
+                        progress = (progress + event.text)[-MAX_PROGRESS:]
+                        await self.env.sink.emit(
+                            ProgressUpdated(
+                                session=self.session,
+                                turn_id=self.turn_id,
+                                index=self.next_index,
+                                text=progress,
+                            )
+                        )
+                        self.checkpoint()
                     elif isinstance(event, StreamRestart):
+                        progress = ""
                         await self.env.sink.emit(
                             MessageDelta(
                                 session=self.session, turn_id=self.turn_id, text="", restart=True

@@ -36,6 +36,7 @@ from agent._event_seams import (
 )
 from agent._events import (
     MessageDelta,
+    ProgressUpdated,
     TurnCancelled,
     TurnEvent,
     event_from_json,
@@ -57,6 +58,7 @@ from agent._model_seam import (
     ModelSettings,
     StreamRestart,
     TextDelta,
+    ThinkingDelta,
     ToolSpec,
 )
 from agent._records import (
@@ -108,6 +110,7 @@ __all__ = [
     "ModelReply",
     "ModelRequest",
     "ModelSettings",
+    "ProgressUpdated",
     "PruneCounts",
     "ReceiptRecord",
     "ReceiptStatus",
@@ -127,6 +130,7 @@ __all__ = [
     "StoreUnavailableError",
     "StreamRestart",
     "TextDelta",
+    "ThinkingDelta",
     "TimerKind",
     "ToolSpec",
     "TranscriptTail",

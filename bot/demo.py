@@ -147,6 +147,8 @@ def _show(event: TurnEvent) -> None:
             sys.stdout.write(f"\n  ← {event.name}: {outcome}\n")
         case "message.completed":
             sys.stdout.write("\n")
+        case "progress.updated":
+            pass  # the scripted demo model shows no progress
         case (
             "turn.started"
             | "input.requested"

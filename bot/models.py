@@ -59,6 +59,7 @@ def build_model(settings: Settings) -> Model:
         thinking=settings.anthropic_thinking,
         thinking_budget=settings.anthropic_thinking_budget,
         effort=settings.anthropic_effort,
+        thinking_display=settings.anthropic_thinking_display,
         timeout=settings.anthropic_timeout,
         max_retries=settings.anthropic_max_retries,
         max_context_tokens=settings.anthropic_max_context_tokens,

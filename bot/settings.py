@@ -15,7 +15,14 @@ from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agent import DEFAULT_CONTEXT_MESSAGES, password_in_url
-from agent.models import DEFAULT_MODEL, Requested, setting_problems, setting_warnings
+from agent.models import (
+    DEFAULT_MODEL,
+    DEFAULT_THINKING_DISPLAY,
+    Requested,
+    ThinkingDisplay,
+    setting_problems,
+    setting_warnings,
+)
 
 if TYPE_CHECKING:
     from storage.installations.sealing import TokenCipher
@@ -109,6 +116,13 @@ class Settings(BaseSettings):
     )
     """`output_config.effort`: how much the model thinks, on the models that take it (from
     Claude 4.6); a start-up error on one that does not. Unset: the model's default."""
+    anthropic_thinking_display: ThinkingDisplay = Field(
+        default=DEFAULT_THINKING_DISPLAY, alias="ANTHROPIC_THINKING_DISPLAY"
+    )
+    """"summarized" (the default): the model's progress between tool calls shows in the reply's
+    timeline, on models that send it only when asked (claude-opus-5-5, claude-fable-5-1, …);
+    "omitted" keeps it hidden. Never sent to a model that does not take it; an agent's own
+    `thinking_display` model setting wins."""
     anthropic_timeout: float = Field(default=600.0, gt=0, alias="ANTHROPIC_TIMEOUT_SECONDS")
     """Per request to the Messages API (the SDK's `timeout`); a stream counts as one request."""
     anthropic_max_retries: int = Field(default=2, ge=0, alias="ANTHROPIC_MAX_RETRIES")

@@ -62,6 +62,10 @@ class EncodedCommit:
     timers: list[dict[str, Any]] = field(default_factory=list)
 
 
+LIVE_ONLY = frozenset({"message.delta", "progress.updated"})
+"""Event types shown live and never logged: text typed so far and the model's progress."""
+
+
 def encode_events(session: str, events: Sequence[TurnEvent]) -> list[EventRow]:
     """Serialise events for the durable log, refusing what would corrupt it.
 
@@ -69,8 +73,8 @@ def encode_events(session: str, events: Sequence[TurnEvent]) -> list[EventRow]:
     session would be read back as this session's (its session comes from the row key).
     """
     for ev in events:
-        if ev.type == "message.delta":
-            raise ValueError("message.delta events are live only and are never committed")
+        if ev.type in LIVE_ONLY:
+            raise ValueError(f"{ev.type} events are live only and are never committed")
         if ev.session != session:
             raise ValueError(f"event for session {ev.session!r} committed under {session!r}")
     return [EventRow(turn_id=ev.turn_id, type=ev.type, body=event_to_json(ev)) for ev in events]

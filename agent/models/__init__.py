@@ -25,13 +25,16 @@ from agent.models._scripted import (
     step_in_turn,
     turn_in_session,
 )
+from agent.models._thinking_display import DEFAULT_THINKING_DISPLAY, ThinkingDisplay
 
 if typing.TYPE_CHECKING:
-    from agent.models._anthropic import AnthropicModel, AnthropicSettings
+    from agent.models._anthropic import AnthropicModel
+    from agent.models._anthropic_settings import AnthropicSettings
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_MODEL",
+    "DEFAULT_THINKING_DISPLAY",
     "EFFORT_LEVELS",
     "MIN_THINKING_BUDGET",
     "AnthropicModel",
@@ -42,6 +45,7 @@ __all__ = [
     "ScriptedModel",
     "ScriptedReply",
     "SettingNames",
+    "ThinkingDisplay",
     "family_of",
     "opening_text",
     "setting_problems",

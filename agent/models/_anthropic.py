@@ -16,7 +16,7 @@ import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 import anthropic
 import httpx2
@@ -37,8 +37,6 @@ from anthropic.types.beta import (
     BetaThinkingConfigParam,
     BetaToolParam,
 )
-from pydantic import AliasChoices, Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agent._errors import ModelError
 from agent.models._anthropic_budget import fit_by_count
@@ -60,6 +58,7 @@ from agent.models._anthropic_request import (
     system_blocks,
     tool_params,
 )
+from agent.models._anthropic_settings import AnthropicSettings
 from agent.models._family_rules import (
     Requested,
     SettingNames,
@@ -68,33 +67,11 @@ from agent.models._family_rules import (
     setting_warnings,
     thinking_param,
 )
-from agent.seams import ModelEvent, ModelRequest, StreamRestart, TextDelta
+from agent.models._thinking_display import DEFAULT_THINKING_DISPLAY, ThinkingDisplay, with_display
+from agent.seams import ModelEvent, ModelRequest, StreamRestart, TextDelta, ThinkingDelta
 
 log = logging.getLogger(__name__)
 
-
-def _build_stream_snapshot_type() -> None:
-    """The SDK casts its stream's first snapshot to `ParsedMessage[ResponseFormatT]`, a pydantic
-    generic built on first use: tens of milliseconds of CPU (over 100 on a busy machine, seen by
-    the tests' loop watch), which would land on the event loop inside the first turn's first
-    stream. Built here, with the import, instead."""
-    try:
-        from anthropic.lib._parse._response import ResponseFormatT
-        from anthropic.types.beta.parsed_beta_message import ParsedBetaMessage
-        from anthropic.types.parsed_message import ParsedMessage
-    except ImportError:  # a later SDK moved them: then only its first stream pays
-        return
-    _ = ParsedMessage[ResponseFormatT]
-    _beta = ParsedBetaMessage[ResponseFormatT]  # the beta endpoint's (context management)
-    try:  # the beta stream's event union: its validator, too, is built on first use
-        from anthropic._models import construct_type
-        from anthropic.types.beta import BetaRawMessageStreamEvent
-    except ImportError:
-        return
-    construct_type(type_=BetaRawMessageStreamEvent, value={"type": "message_start", "message": {}})
-
-
-_build_stream_snapshot_type()
 
 MISSING_KEY = (
     "ANTHROPIC_API_KEY is not set: the Anthropic model needs an API key. Set ANTHROPIC_API_KEY "
@@ -108,45 +85,6 @@ PARAMETERS = SettingNames(
     thinking="thinking", budget="thinking_budget", effort="effort", max_tokens="max_tokens"
 )
 """How the constructor's own checks name what they check: its parameters."""
-Effort = Literal["low", "medium", "high", "xhigh", "max"]
-
-
-class AnthropicSettings(BaseSettings):
-    """Read once at start from `ANTHROPIC_*` variables, then passed to `AnthropicModel`.
-
-    The names are the bot's (`bot.settings`), so one environment configures either host.
-    """
-
-    model_config = SettingsConfigDict(
-        env_prefix="ANTHROPIC_", extra="ignore", populate_by_name=True
-    )
-
-    api_key: SecretStr | None = None
-    model: str = DEFAULT_MODEL
-    max_tokens: int | None = Field(default=None, ge=1)
-    """Unset: the model family's own output budget (`ModelFamily.default_max_tokens`)."""
-    base_url: str | None = None
-    max_retries: int = Field(default=2, ge=0)
-    timeout: float = Field(
-        default=600.0,
-        gt=0,
-        validation_alias=AliasChoices("ANTHROPIC_TIMEOUT_SECONDS", "ANTHROPIC_TIMEOUT"),
-    )
-    """Seconds; `ANTHROPIC_TIMEOUT` is the older name, still read."""
-    thinking: bool | None = None
-    """Unset: the model's default (off up to Claude 4.8, on from Claude 5)."""
-    thinking_budget: int | None = None
-    effort: Effort | None = None
-    """`output_config.effort`, on the families that take it; unset: the model's default."""
-    max_context_tokens: int | None = None
-    long_cache: bool = True
-    """`ANTHROPIC_LONG_CACHE=false` keeps every breakpoint at the 5-minute default (a gateway
-    that refuses `ttl`); prefixes then expire while a person decides."""
-    context_management: ContextMode = "auto"
-    """`auto`: the API's context management where the model's family takes it (compaction,
-    else tool-result clearing); `off`: only the local window (`max_context_tokens`)."""
-    compact_at_tokens: int | None = None
-    """Input tokens at which the API compacts the thread; unset: the API's default (150,000)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -179,7 +117,9 @@ class AnthropicModel:
     model's family takes it (`context_management="auto"`, see `_anthropic_context`); otherwise
     `max_context_tokens` bounds the request by the API's token count (see `fit_by_count`).
     A request after which the turn may wait for a person (`ModelRequest.may_wait`) is cached
-    with the 1-hour lifetime where the model takes it, unless `long_cache=False`.
+    with the 1-hour lifetime where the model takes it, unless `long_cache=False`. Thinking text
+    streams as `ThinkingDelta` (progress, never the reply); `thinking_display` asks for it where
+    the model would send it empty (`agent.models._thinking_display`).
     """
 
     def __init__(
@@ -194,6 +134,7 @@ class AnthropicModel:
         thinking: bool | None = None,
         thinking_budget: int | None = None,
         effort: str | None = None,
+        thinking_display: ThinkingDisplay | None = DEFAULT_THINKING_DISPLAY,
         max_context_tokens: int | None = None,
         long_cache: bool = True,
         context_management: ContextMode = "auto",
@@ -232,6 +173,7 @@ class AnthropicModel:
         self._effort = effort
         self._configured = asked
         self._translated: set[str] = set()
+        self._thinking_display = thinking_display
         self._max_context_tokens = max_context_tokens
         self._long_cache = long_cache
         self._context_management = context_management
@@ -268,6 +210,7 @@ class AnthropicModel:
             thinking=settings.thinking,
             thinking_budget=settings.thinking_budget,
             effort=settings.effort,
+            thinking_display=settings.thinking_display,
             max_context_tokens=settings.max_context_tokens,
             long_cache=settings.long_cache,
             context_management=settings.context_management,
@@ -299,6 +242,9 @@ class AnthropicModel:
                         if event.type == "text" and event.text:
                             streamed = True
                             yield TextDelta(text=event.text)
+                        elif event.type == "thinking" and event.thinking:
+                            streamed = True
+                            yield ThinkingDelta(text=event.thinking)
                         elif event.type == "message_stop":
                             finished = True
                     if not finished:
@@ -429,7 +375,11 @@ class AnthropicModel:
             system=system,
             messages=message_params(transcript, long_cache=long_cache, model=model),
             tools=tools,
-            thinking=self._thinking_config(asked, max_tokens),
+            thinking=with_display(
+                self._thinking_config(asked, max_tokens),
+                model,
+                settings.thinking_display or self._thinking_display,
+            ),
             effort=self._effort_config(asked),
             context=context,
         )

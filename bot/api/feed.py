@@ -11,11 +11,11 @@ is how a turn run by another process reaches a reader without Redis (and how an 
 dropped is found). With Redis the relay brings the other processes'
 events live (`SlackBot` connects it).
 
-Live `message.delta`s are not in the log, so a reader that reconnects never gets them again;
-a delta is sent only while the reader is at the place it was emitted (its `after`, or for one
-emitted here the last durable event the hub brought before it): one whose step has already
-committed, as far as this reader was sent, is dropped rather than shown after its own
-`message.completed`.
+Live `message.delta`s (and `progress.updated`s) are not in the log, so a reader that reconnects
+never gets them again; a delta is sent only while the reader is at the place it was emitted
+(its `after`, or for one emitted here the last durable event the hub brought before it): one
+whose step has already committed, as far as this reader was sent, is dropped rather than shown
+after its own `message.completed`.
 
 The hub hands events over without waiting (`_on_event` only queues), so a slow reader never
 slows a turn; a reader so slow that `MAX_QUEUED` events pile up loses the queue and reads the
@@ -29,7 +29,7 @@ from collections import deque
 from collections.abc import Callable
 from types import TracebackType
 
-from agent import AgentSession, MessageDelta, TurnEvent
+from agent import AgentSession, MessageDelta, ProgressUpdated, TurnEvent
 
 MAX_QUEUED = 10_000
 
@@ -74,7 +74,7 @@ class Feed:
         if event.seq:
             self._live_seen = max(self._live_seen or 0, event.seq)
             position = None
-        elif isinstance(event, MessageDelta) and event.after:
+        elif isinstance(event, MessageDelta | ProgressUpdated) and event.after:
             position = event.after
         else:
             position = self._live_seen

@@ -125,9 +125,11 @@ class TurnOut(_Out):
 
 
 class EventOut(BaseModel):
-    """A durable event (`seq` > 0, its place in the session's log) or a live delta (`live`
-    true, `seq` 0, never stored: a preview of the message in progress, which the
-    `message.completed` that follows replaces). The other fields are the event's own."""
+    """A durable event (`seq` > 0, its place in the session's log) or a live one (`live`
+    true, `seq` 0, never stored): a `message.delta`, a preview of the message in progress,
+    which the `message.completed` that follows replaces, or a `progress.updated`, the model's
+    progress in that step so far (each replaces the last; never part of its words). The other
+    fields are the event's own."""
 
     model_config = ConfigDict(extra="allow")
 

@@ -24,7 +24,7 @@ MAX_OUTPUT = 200
 CHUNK_FIELDS = ("id", "title", "status", "details", "output")
 """What a task entry sends as a `task_update` chunk; its other keys are the renderer's notes
 (`waits`: the request it waits on; `verdict`: how that request ended; `cut`: returned after
-the turn was asked to stop)."""
+the turn was asked to stop; `progress`: the model's progress, no tool call)."""
 MAX_CARDS = 45
 """Task cards in one posted message: Slack takes 50 blocks, and the text, the footer and the
 feedback buttons take a block each."""

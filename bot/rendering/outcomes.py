@@ -111,7 +111,7 @@ def summary(tasks: Iterable[dict[str, Any]]) -> str:
     The bot's line, not the model's: it is never stored as an assistant message."""
     said: dict[str, dict[str, Any]] = {}
     for task in tasks:
-        if task.get("id") != STATUS_TASK:
+        if task.get("id") != STATUS_TASK and not task.get("progress"):
             said[str(task["id"])] = task  # the call's last card is how it ended
     if not said:
         return NOTHING_TO_ADD

@@ -135,6 +135,20 @@ class ReplyPart:
         self.content.tasks[task_id] = entry
         self.pending.append(chunk_for(entry))
 
+    def progress(self, task_id: str, title: str, status: str, details: str) -> None:
+        """Show the model's progress as a card's `details` (`bot.rendering.progress`). It is
+        replaced as it grows, so a newer state of the card still unsent takes the older one's
+        place instead of queueing a chunk per word."""
+        entry = {"id": task_id, "title": title, "status": status, "progress": True}
+        entry["details"] = details[:MAX_OUTPUT]
+        self.content.tasks[task_id] = entry
+        chunk = chunk_for(entry)
+        last = self.pending[-1] if self.pending else None
+        if isinstance(last, TaskUpdateChunk) and last.id == task_id:
+            self.pending[-1] = chunk
+        else:
+            self.pending.append(chunk)
+
     def take_pending(self) -> tuple[list[Chunk], str]:
         """Hand what is not sent yet to the next part (a rollover), with its text."""
         chunks, self.pending = self.pending, []
@@ -158,6 +172,8 @@ class ReplyPart:
                     for k, v in (taken or {}).get(chunk.id, {}).items()
                     if k not in CHUNK_FIELDS
                 }
+                if chunk.details:
+                    notes["details"] = chunk.details
                 self.task(chunk.id, chunk.title, chunk.status, chunk.output, **notes)
 
     @property
@@ -172,7 +188,7 @@ class ReplyPart:
         reported: shown as not run, never as still running in a reply that has ended. A call
         that returned only after the turn was asked to stop (`cut`) says it was stopped."""
         for task_id, task in list(self.content.tasks.items()):
-            if task_id == STATUS_TASK or task.get("waits"):
+            if task_id == STATUS_TASK or task.get("waits") or task.get("progress"):
                 continue  # a request's own line says how it ended (`bot.rendering.waiting`)
             if task.get("status") in ("in_progress", "pending"):
                 self.task(task_id, task["title"], "error", f"not run: {why}")

@@ -150,7 +150,7 @@ class RendererPool:
             place = horizon[0]
             if event.seq > 0:
                 place = horizon[0] = max(horizon[0] or 0, event.seq)
-            elif event.type == "message.delta" and event.after > 0:
+            elif event.type in ("message.delta", "progress.updated") and event.after > 0:
                 place = event.after
                 horizon[0] = max(horizon[0] or 0, event.after)
             queue.put_nowait((event, place))

@@ -1,6 +1,7 @@
 """Render one session's durable event log into its Slack thread.
 
-The log decides what is shown; live `message.delta` events only let text appear early. Each batch
+The log decides what is shown; live `message.delta` events only let text appear early, and
+live `progress.updated` events show the model's progress (`bot.rendering.progress`). Each batch
 of durable events is applied to Slack and then saved (cursor + bodies of the messages it touched)
 in one transaction, so after a crash the renderer puts every open message back to its saved body
 and re-applies the events after the cursor: nothing committed is lost and nothing is shown twice.
@@ -36,6 +37,7 @@ from bot.rendering.outcomes import (
     summary,
 )
 from bot.rendering.parts import PartContent, ReplyPart, Target
+from bot.rendering.progress import settle_progress, show_progress
 from bot.rendering.recovery import recover
 from bot.rendering.replies import ReplyWriter, TurnView
 from bot.rendering.status import ThreadStatus, session_title
@@ -213,6 +215,8 @@ class SessionRenderer:
             case "message.completed":
                 view = await self.replies.view_for(event.turn_id)
                 await self.status.processing()
+                if view.part is not None:
+                    settle_progress(view.part, event.index)
                 if event.text:
                     self._complete_step(await self.replies.part(view), view, event.text)
                 view.step_live = ""
@@ -309,7 +313,7 @@ class SessionRenderer:
                 if event.reason == STOPPED:
                     # Stop ends a park too: its request loses its buttons and says who stopped.
                     await self.approvals.settle(event.turn_id, stopped_verdict(by))
-            case "message.delta":
+            case "message.delta" | "progress.updated":
                 pass
             case _:
                 assert_never(event.type)
@@ -317,12 +321,15 @@ class SessionRenderer:
     # live events ---------------------------------------------------------------------------
 
     async def on_delta(self, event: TurnEvent) -> None:
-        if event.type != "message.delta":
+        if event.type not in ("message.delta", "progress.updated"):
             return
         view = self.replies.view
         if view is None or view.turn_id != event.turn_id:
             view = await self.replies.view_for(event.turn_id)
         if not view.live_open:
+            return
+        if event.type == "progress.updated":
+            show_progress(await self.replies.part(view), event.index, event.text)
             return
         if event.restart:
             if view.part is not None:
@@ -397,6 +404,8 @@ class SessionRenderer:
         stream."""
         if view.part is None and footer:
             await self.replies.part(view)
+        if view.part is not None:
+            settle_progress(view.part)
         blocks = feedback_blocks(self.key, view.turn_id) if feedback else None
         said = await self.replies.close(
             view, footer, blocks=blocks, session_status=self.status.stream_closing_status()

@@ -36,7 +36,14 @@ from redis.asyncio.client import PubSub
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 
-from agent.seams import MessageDelta, RelayHost, RelayHub, SessionStore, TurnEvent
+from agent.seams import (
+    MessageDelta,
+    ProgressUpdated,
+    RelayHost,
+    RelayHub,
+    SessionStore,
+    TurnEvent,
+)
 from storage.redis.health import UNREACHABLE, RedisHealth
 from storage.redis.live_wire import (
     MAX_BYTES,
@@ -307,6 +314,9 @@ class RedisEventRelay:
             fetched = await self._fetch(event)
             if fetched is not None:
                 hub.deliver(fetched)
+        elif isinstance(event, ProgressUpdated):
+            if event.after > 0:  # placed by the durable event before it, as a delta is
+                hub.deliver(event)
         elif not isinstance(event, MessageDelta) or self._continuity.admit(
             received.origin, event, received.offset
         ):

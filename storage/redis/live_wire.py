@@ -12,6 +12,8 @@ text survives the trip, lone surrogates and NULs included):
   durable events carry their `seq`, and a delta its `after`: the newest durable seq the sending
   process emitted for the session before it.
 - `n` (deltas): the characters of live text the turn emitted in this step before this delta.
+  A `progress.updated` carries its `after` too, and no offset: each one is the whole progress
+  so far, so one lost leaves no hole and any that arrives is shown (never sent by reference).
 - `r` instead of `e`: a durable event larger than `max_bytes` as a reference
   (`session`, `turn_id`, `seq`, `type`); the receiver reads it from the durable log.
 
@@ -34,7 +36,7 @@ from typing import Any, TypeGuard
 
 from pydantic import TypeAdapter
 
-from agent.seams import MessageDelta, TurnEvent
+from agent.seams import MessageDelta, ProgressUpdated, TurnEvent
 
 VERSION = 1
 MAX_BYTES = 64 * 1024
@@ -78,6 +80,8 @@ def encode(
     data = _dump({**head, "e": event.model_dump(mode="json"), "n": offset})
     if len(data) <= max_bytes:
         return [data]
+    if isinstance(event, ProgressUpdated):
+        return []  # progress is live only, with no log to read it from; the next one replaces it
     if isinstance(event, MessageDelta):
         if len(event.text) < 2:
             return []
@@ -167,6 +171,9 @@ class Sequencer:
             self._sessions.move_to_end(event.session)
         if state[1] != event.turn_id:
             state[1], state[2] = event.turn_id, 0
+        if isinstance(event, ProgressUpdated):
+            # Live, and no part of the step's text: placed like a delta, counted in no offset.
+            return event.model_copy(update={"after": state[0]}), 0
         if not isinstance(event, MessageDelta):
             # A durable event ends the step (a model step commits its message first).
             state[0], state[2] = max(state[0], event.seq), 0

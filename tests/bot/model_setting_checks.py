@@ -67,6 +67,18 @@ async def anthropic_effort(ctx: Ctx) -> None:
     assert (await ctx.sent())["output_config"] == {"effort": "low"}
 
 
+async def anthropic_thinking_display(ctx: Ctx) -> None:
+    """Unset, a model that omits its thinking unless asked is asked for the summary (the
+    progress between tool calls); "omitted" asks for nothing there, and is sent where the
+    model's own default is the summary."""
+    ctx.set(ANTHROPIC_MODEL="claude-opus-5-5")
+    assert (await ctx.sent())["thinking"] == {"type": "adaptive", "display": "summarized"}
+    ctx.set(ANTHROPIC_THINKING_DISPLAY="omitted")
+    assert "thinking" not in await ctx.sent()
+    ctx.set(ANTHROPIC_MODEL="claude-opus-5")
+    assert (await ctx.sent())["thinking"] == {"type": "adaptive", "display": "omitted"}
+
+
 async def anthropic_timeout(ctx: Ctx) -> None:
     ctx.set(ANTHROPIC_TIMEOUT_SECONDS="42.5")
     await ctx.sent()

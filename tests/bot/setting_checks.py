@@ -417,6 +417,7 @@ CHECKS: dict[str, Check] = {
     "ANTHROPIC_THINKING": model.anthropic_thinking,
     "ANTHROPIC_THINKING_BUDGET": model.anthropic_thinking_budget,
     "ANTHROPIC_EFFORT": model.anthropic_effort,
+    "ANTHROPIC_THINKING_DISPLAY": model.anthropic_thinking_display,
     "ANTHROPIC_TIMEOUT_SECONDS": model.anthropic_timeout,
     "ANTHROPIC_MAX_RETRIES": model.anthropic_max_retries,
     "ANTHROPIC_MAX_CONTEXT_TOKENS": model.anthropic_max_context_tokens,

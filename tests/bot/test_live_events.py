@@ -26,10 +26,11 @@ import pytest
 
 from agent import MessageDelta, ScriptedReply
 from agent.models import opening_text
-from agent.seams import ModelEvent, ModelRequest, TextDelta
+from agent.seams import ModelEvent, ModelRequest, TextDelta, ThinkingDelta
 from bot.app import SlackBot, open_bot
 from bot.asgi_server import BackgroundServer
 from bot.inbound import session_key
+from bot.rendering.progress import progress_line
 from bot.testing import SlackDriver, SlackStandIn
 from bot.testing.workspace import Message, is_request
 from tests.bot.agents import AGENT
@@ -106,6 +107,39 @@ class TypingModel:
                 lambda: any(text in m.text for m in reply_messages(self.standin)),
                 within=SHOW_WITHIN,
             )
+        except TimeoutError:
+            return False
+        return True
+
+
+class ThinkingModel:
+    """Once `go` is set, thinks its script's words one at a time (the progress a newer model
+    shows between tool calls), each after the step's running card shows it, then says "Done."."""
+
+    def __init__(self, standin: SlackStandIn, script: Script) -> None:
+        self.standin = standin
+        self.script = script
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        async with asyncio.timeout(30):
+            await self.script.go.wait()
+        thought = ""
+        for word in self.script.words:
+            yield ThinkingDelta(text=word)
+            thought += word
+            if not await self._shows(progress_line(thought)):
+                self.script.late.append(word)
+        yield ScriptedReply(text="Done.").reply()
+
+    async def _shows(self, line: str | None) -> bool:
+        def running() -> bool:
+            return any(
+                m.tasks.get("progress:1", {}).get("details") == line
+                for m in reply_messages(self.standin)
+            )
+
+        try:
+            await eventually(running, within=SHOW_WITHIN)
         except TimeoutError:
             return False
         return True
@@ -228,6 +262,22 @@ async def test_a_reply_streams_word_by_word_from_a_turn_in_another_worker(
     assert reply.text == script.text, "the text once: the durable message added nothing"
     turns = await app.web.runtime.store.list_turns(session_key("T0DEMO", CHANNEL, ts))
     assert [t.status.value for t in turns] == ["completed"]
+
+
+async def test_progress_shows_live_from_a_turn_in_another_worker(
+    db_url: str, redis_url: str, standin: SlackStandIn, open_split: Any
+) -> None:
+    """`progress.updated` crosses Redis too: each newer state shows while the step runs, and
+    the settled card, never the reply's words, is what remains."""
+    script = Script(["Checking ", "the ", "carrier."])
+    app = await open_split(db_url, ThinkingModel(standin, script), redis_url)
+    ts = await mention_and_go(app, "where is it?", script)
+    reply = await finished_reply(standin, ts, "Done.")
+
+    assert script.late == [], "this progress reached Slack only when the step committed"
+    assert reply.tasks["progress:1"]["status"] == "complete"
+    assert reply.tasks["progress:1"]["details"] == "Checking the carrier."
+    assert reply.text == "Done."
 
 
 async def test_a_delta_lost_on_the_way_never_shows_text_twice(

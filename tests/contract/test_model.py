@@ -48,6 +48,7 @@ from agent.seams import (
     ModelRequest,
     StreamRestart,
     TextDelta,
+    ThinkingDelta,
     ToolSpec,
 )
 from storage import MemoryStore
@@ -132,15 +133,18 @@ async def collect_until_error(harness: ModelHarness) -> tuple[list[ModelEvent], 
 
 
 def well_formed(events: Sequence[ModelEvent]) -> ModelReply:
-    """Deltas (and restarts) then exactly one reply, last; the deltas after the last restart
-    spell its text."""
+    """Deltas (and restarts, and progress) then exactly one reply, last; the text deltas after
+    the last restart spell its text, progress (`ThinkingDelta`) none of it."""
     assert events, "the stream ended without a reply"
     *before, last = events
     assert isinstance(last, ModelReply), f"the last event is {type(last).__name__}"
-    assert all(isinstance(e, TextDelta | StreamRestart) for e in before), before
+    assert all(isinstance(e, TextDelta | ThinkingDelta | StreamRestart) for e in before), before
     streamed = ""
     for event in before:
-        streamed = "" if isinstance(event, StreamRestart) else streamed + event.text
+        if isinstance(event, StreamRestart):
+            streamed = ""
+        elif isinstance(event, TextDelta):
+            streamed += event.text
     assert streamed == "".join(b.text for b in last.content if isinstance(b, TextBlock))
     return last
 

@@ -45,6 +45,7 @@ from tests.support.anthropic_context import (
     token_count,
     window_refusal,
 )
+from tests.support.anthropic_display import display_problem, displayed
 from tests.support.anthropic_rules import family_problem
 from tests.support.anthropic_signatures import binding_problem, signed_events
 
@@ -317,7 +318,11 @@ class AnthropicStandin:
                 return _error_response(reply)
             case SseReply():
                 return StreamingResponse(
-                    _stream(apply_context(body, reply.events), body.get("model", ""), cached),
+                    _stream(
+                        displayed(apply_context(body, reply.events), body),
+                        body.get("model", ""),
+                        cached,
+                    ),
                     media_type="text/event-stream",
                     headers={"request-id": "req_standin"},
                 )
@@ -349,7 +354,7 @@ def request_problem(body: dict[str, Any], accepted: frozenset[str] = ACCEPTED_FI
     messages: list[dict[str, Any]] = body["messages"]
     if not messages or messages[0]["role"] != "user":
         return "messages: first message must use the user role"
-    problem = family_problem(body) or _thinking_problem(body)
+    problem = family_problem(body) or _thinking_problem(body) or display_problem(body)
     if problem is not None:
         return problem
     breakpoints = sum(1 for b in _all_blocks(body) if "cache_control" in b)

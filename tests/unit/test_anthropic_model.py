@@ -172,7 +172,9 @@ async def test_text_only_turn(api: AnthropicStandin, model: AnthropicModel) -> N
     assert sent.body["messages"] == [
         {"role": "user", "content": [{"type": "text", "text": "hi", "cache_control": EPHEMERAL}]}
     ]
-    assert "thinking" not in sent.body
+    # An unknown id is read as the newest family: it thinks unless told otherwise, and its
+    # thinking (what it says between tool calls) comes back only when asked for.
+    assert sent.body["thinking"] == {"type": "adaptive", "display": "summarized"}
     assert "temperature" not in sent.body
 
 
@@ -877,6 +879,7 @@ async def test_configuration_is_read_from_the_environment(
     monkeypatch.setenv("ANTHROPIC_THINKING_BUDGET", "1500")
     monkeypatch.setenv("ANTHROPIC_EFFORT", "low")
     monkeypatch.setenv("ANTHROPIC_TIMEOUT_SECONDS", "33")
+    monkeypatch.setenv("ANTHROPIC_THINKING_DISPLAY", "summarized")
     api.enqueue(sse_reply(Text("configured")))
     model = AnthropicModel.from_env()
     try:

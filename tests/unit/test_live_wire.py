@@ -12,6 +12,7 @@ from agent import (
     ActionRequested,
     MessageCompleted,
     MessageDelta,
+    ProgressUpdated,
     ToolCall,
     TurnCompleted,
     TurnEvent,
@@ -38,6 +39,7 @@ def roundtrip(event: TurnEvent, **kw: int) -> list[TurnEvent | Reference]:
     [
         MessageDelta(session=AWKWARD, turn_id="t", text=AWKWARD, after=3),
         MessageDelta(session="s", turn_id="t", text="", restart=True, after=1),
+        ProgressUpdated(session="s", turn_id="t", index=3, text=AWKWARD, after=2),
         TurnStarted(session="s", turn_id=AWKWARD, seq=1, text=AWKWARD, source="slack"),
         MessageCompleted(session="s", turn_id="t", seq=2, index=1, text=AWKWARD),
         ActionRequested(session="s", turn_id="t", seq=3, call=ToolCall(id="c", name="n", input={})),
@@ -116,6 +118,25 @@ def test_the_sender_stamps_what_a_delta_follows_and_where_it_starts() -> None:
     assert after_restart == 0
     unknown, _ = sequencer.stamp(MessageDelta(session="other", turn_id="t", text="x"))
     assert unknown.after == 0, "no durable event of that session was emitted here"
+
+
+def test_progress_is_placed_like_a_delta_and_moves_no_step_offset() -> None:
+    """Progress is no part of the step's text: a delta after it continues where the last
+    delta ended, and the progress itself says which durable event it follows."""
+    sequencer = Sequencer()
+    sequencer.stamp(TurnStarted(session="s", turn_id="t1", seq=4, text="hi"))
+    sequencer.stamp(MessageDelta(session="s", turn_id="t1", text="abc"))
+    progress, at = sequencer.stamp(
+        ProgressUpdated(session="s", turn_id="t1", index=1, text="Checking the order.")
+    )
+    _, next_delta = sequencer.stamp(MessageDelta(session="s", turn_id="t1", text="de"))
+    assert (progress.after, at, next_delta) == (4, 0, 3)
+
+
+def test_progress_over_the_bound_is_dropped_not_referenced() -> None:
+    """It has no log entry to be read from; the next one carries the whole progress again."""
+    big = ProgressUpdated(session="s", turn_id="t", index=1, text="x" * 5000, after=2)
+    assert encode(big, origin="o", sent_at=0.0, max_bytes=1024) == []
 
 
 def delta(text: str, turn: str = "t1", after: int = 4, **kw: bool) -> MessageDelta:
