@@ -41,7 +41,9 @@ async def anthropic_max_tokens(ctx: Ctx) -> None:
 
 async def anthropic_thinking(ctx: Ctx) -> None:
     """Unset: the model's default (nothing sent); on: adaptive; off: the default model's lowest
-    setting, `between_tools`, since it refuses "disabled"."""
+    setting, `between_tools`, since it refuses "disabled". Its progress display is left at the
+    model's own (omitted), so only this setting shapes `thinking`."""
+    ctx.set(ANTHROPIC_THINKING_DISPLAY="omitted")
     assert "thinking" not in await ctx.sent()
     ctx.set(ANTHROPIC_THINKING="true")
     assert (await ctx.sent())["thinking"] == {"type": "adaptive"}
@@ -75,7 +77,7 @@ async def anthropic_thinking_display(ctx: Ctx) -> None:
     assert (await ctx.sent())["thinking"] == {"type": "adaptive", "display": "summarized"}
     ctx.set(ANTHROPIC_THINKING_DISPLAY="omitted")
     assert "thinking" not in await ctx.sent()
-    ctx.set(ANTHROPIC_MODEL="claude-opus-5")
+    ctx.set(ANTHROPIC_MODEL="claude-sonnet-4-6", ANTHROPIC_THINKING="true")  # shows by default
     assert (await ctx.sent())["thinking"] == {"type": "adaptive", "display": "omitted"}
 
 
@@ -101,7 +103,9 @@ async def anthropic_max_retries(ctx: Ctx) -> None:
 
 
 async def anthropic_max_context_tokens(ctx: Ctx) -> None:
-    """A long thread is trimmed to its newest exchanges (the stored transcript is not)."""
+    """A long thread is trimmed to its newest exchanges (the stored transcript is not), for a
+    model the API does not compact for (the default model compacts: see the next check)."""
+    ctx.set(ANTHROPIC_MODEL="claude-sonnet-4-5")
     long = "word " * 2000  # about 2,500 tokens by the chars / 4 estimate
     history = []
     for n in range(3):

@@ -96,7 +96,7 @@ def test_one_default_model_which_the_sdk_lists_and_does_not_deprecate() -> None:
         ),
         (
             {"ANTHROPIC_MODEL": CURRENT, "ANTHROPIC_EFFORT": "xhigh"},
-            {"type": "adaptive"},
+            {"type": "adaptive", "display": "summarized"},  # its progress, hidden unless asked
             {"effort": "xhigh"},
         ),
     ],
@@ -143,8 +143,9 @@ async def test_the_environment_reaches_the_request(
 async def test_unset_thinking_and_output_budget_are_the_models_own(
     env: pytest.MonkeyPatch, api: AnthropicStandin, model_id: str | None, budget: int
 ) -> None:
-    """Nothing about thinking is sent (off on the old family, adaptive on the new one), and the
-    output budget is the family's: 4,096 where thinking is off, more where it always runs."""
+    """Nothing about thinking is sent (off on the old family, adaptive on the new one) but the
+    ask for its progress where the model hides it by default, and the output budget is the
+    family's: 4,096 where thinking is off, more where it always runs."""
     env.setenv("ANTHROPIC_BASE_URL", api.base_url)
     if model_id is not None:
         env.setenv("ANTHROPIC_MODEL", model_id)
@@ -156,7 +157,9 @@ async def test_unset_thinking_and_output_budget_are_the_models_own(
         await model.aclose()
 
     (sent,) = api.requests
-    assert "thinking" not in sent.body
+    hidden = family_of(model_id or DEFAULT_MODEL).default_display == "omitted"
+    shown = {"type": "adaptive", "display": "summarized"}
+    assert sent.body.get("thinking") == (shown if hidden else None)
     assert "output_config" not in sent.body
     assert "tool_choice" not in sent.body
     assert (
@@ -254,7 +257,7 @@ def test_an_unknown_effort_stops_the_bot_in_one_line(
     )
 
 
-async def test_thinking_off_where_it_cannot_be_is_a_warning_and_nothing_is_sent(
+async def test_thinking_off_where_it_cannot_be_is_a_warning_and_never_sent(
     env: pytest.MonkeyPatch, api: AnthropicStandin, caplog: pytest.LogCaptureFixture
 ) -> None:
     env.setenv("ANTHROPIC_BASE_URL", api.base_url)
@@ -272,7 +275,8 @@ async def test_thinking_off_where_it_cannot_be_is_a_warning_and_nothing_is_sent(
         await model.aclose()
 
     (sent,) = api.requests
-    assert "thinking" not in sent.body
+    # never "disabled" (a 400 there); only the ask for its progress, as by default
+    assert sent.body["thinking"] == {"type": "adaptive", "display": "summarized"}
     said = [r.getMessage() for r in caplog.records if "ANTHROPIC_THINKING" in r.getMessage()]
     assert said[0] == (
         "ANTHROPIC_THINKING=false has no effect on claude-opus-5-5: its thinking is always on "

@@ -23,6 +23,7 @@ from agent import (
     tool,
 )
 from agent.seams import ProgressUpdated
+from tests.support.anthropic_signatures import sign
 from tests.support.anthropic_standin import AnthropicStandin, Text, Thinking, ToolUse, sse_reply
 
 FIRST = "Looking the order up before answering."
@@ -77,5 +78,7 @@ async def test_progress_is_shown_live_and_never_stored_or_said(
     said = [m for m in await store.load_transcript("s1") if isinstance(m, AssistantMessage)]
     assert [m.text for m in said] == ["", "It shipped yesterday."]
     # The blocks themselves are kept verbatim: the API needs them echoed.
-    assert said[0].content[0] == ThinkingBlock(thinking=FIRST, signature="sig-1")
+    assert said[0].content[0] == ThinkingBlock(
+        thinking=FIRST, signature=sign("claude-opus-5-5", "sig-1")
+    )
     assert api.bodies[1]["messages"][1]["content"][0]["thinking"] == FIRST

@@ -35,7 +35,7 @@ from tests.support.anthropic_standin import AnthropicStandin, Text, sse_reply
 
 KEY = "sk-ant-test-key-0123456789"
 NEW = "claude-opus-5-5"
-OLD = "claude-sonnet-4-6"
+OLD = "claude-sonnet-4-5"  # the Claude 4 family: a 200,000-token window, no compaction
 LONG = "word " * 40_000  # about 50,000 tokens by the stand-in's estimate
 
 

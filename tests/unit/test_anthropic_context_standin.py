@@ -15,7 +15,7 @@ from tests.support.anthropic_standin import AnthropicStandin, Text, sse_reply
 
 KEY = "sk-ant-test-key-0123456789"
 NEW = "claude-opus-5-5"
-OLD = "claude-sonnet-4-6"
+OLD = "claude-sonnet-4-5"  # the Claude 4 family: a 200,000-token window, no compaction
 COMPACT = {"anthropic-beta": "compact-2026-01-12"}
 EDITING = {"anthropic-beta": "context-management-2025-06-27"}
 COMPACT_EDIT = {"edits": [{"type": "compact_20260112"}]}

@@ -28,6 +28,7 @@ from agent import (
 from agent._messages import AssistantMessage, ThinkingBlock
 from agent.models import family_of
 from agent.seams import ModelEvent, ModelReply, ModelRequest, ToolSpec
+from tests.support.anthropic_signatures import sign
 from tests.support.anthropic_standin import AnthropicStandin, Text, Thinking, ToolUse, sse_reply
 
 KEY = "sk-ant-test-families-key"
@@ -82,15 +83,18 @@ async def test_a_tool_round_trip_with_thinking_runs_the_same_on_old_and_new(
     first = await collect(model, ask(opening))
     reply = first[-1]
     assert isinstance(reply, ModelReply)
-    assert reply.content[0] == ThinkingBlock(thinking="Weather, then.", signature="sig-1")
+    assert reply.content[0] == ThinkingBlock(
+        thinking="Weather, then.", signature=sign(model_id, "sig-1")
+    )
     stored = AssistantMessage(turn_id=T, content=reply.content, stop_reason=reply.stop_reason)
     result = ToolMessage(turn_id=T, call_id="tu_1", name="weather", result="-3")
     second = await collect(model, ask(opening, stored, result))
 
     assert isinstance(second[-1], ModelReply)
     assert isinstance(reply.content[1], ToolCall)
+    shown = {"display": "summarized"} if family_of(model_id).default_display == "omitted" else {}
     for sent in api.bodies:
-        assert sent["thinking"] == {"type": "adaptive"}
+        assert sent["thinking"] == {"type": "adaptive", **shown}  # progress asked where hidden
         assert sent["max_tokens"] == family_of(model_id).default_max_tokens
         assert "tool_choice" not in sent
 
@@ -138,7 +142,8 @@ def test_an_unknown_effort_is_refused_in_the_agents_settings() -> None:
         ("claude-sonnet-5", {"type": "disabled"}),
         ("claude-haiku-5-5", {"type": "disabled"}),
         (CURRENT, {"type": "between_tools"}),
-        ("claude-opus-5-5", None),
+        # always on: nothing to turn off, but its progress is still asked for (the default)
+        ("claude-opus-5-5", {"type": "adaptive", "display": "summarized"}),
     ],
 )
 async def test_thinking_off_is_the_lowest_setting_each_family_accepts(
@@ -213,7 +218,10 @@ async def test_thinking_off_on_an_always_thinking_model_is_one_warning_at_start(
         "ANTHROPIC_THINKING=false has no effect on claude-opus-5-5: its thinking is always on "
         "(set ANTHROPIC_EFFORT=low for the least of it)"
     ]
-    assert all("thinking" not in sent for sent in api.bodies)
+    # Nothing turns it off (never "disabled"); the progress display is asked for, as by default.
+    assert all(
+        sent["thinking"] == {"type": "adaptive", "display": "summarized"} for sent in api.bodies
+    )
 
 
 async def test_a_request_for_another_model_is_translated_never_refused(
@@ -238,7 +246,7 @@ async def test_a_request_for_another_model_is_translated_never_refused(
         await collect(model, ask(model="claude-haiku-4-5", max_tokens=100_000))
 
     newest, again, oldest, capped = api.bodies
-    assert newest["thinking"] == again["thinking"] == {"type": "adaptive"}
+    assert newest["thinking"] == again["thinking"] == {"type": "adaptive", "display": "summarized"}
     assert newest["output_config"] == {"effort": "max"}
     assert oldest["thinking"] == {"type": "enabled", "budget_tokens": 2048}
     assert "output_config" not in oldest

@@ -830,9 +830,11 @@ async def test_context_bounding_keeps_whole_exchanges(
     )
     request = ask(*transcript)
 
-    await collect(AnthropicModel(client=client, max_context_tokens=1300), request)
-    await collect(AnthropicModel(client=client, max_context_tokens=10), request)
-    await collect(AnthropicModel(client=client), request)
+    # The local window, as for a model the API does not compact for (the default model does).
+    local = {"client": client, "context_management": "off"}
+    await collect(AnthropicModel(**local, max_context_tokens=1300), request)  # type: ignore[arg-type]
+    await collect(AnthropicModel(**local, max_context_tokens=10), request)  # type: ignore[arg-type]
+    await collect(AnthropicModel(**local), request)  # type: ignore[arg-type]
 
     two, one, unbounded = (b["messages"] for b in api.bodies)
     assert two[0]["content"][0]["text"].startswith("question 3 ")

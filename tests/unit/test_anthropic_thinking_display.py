@@ -18,6 +18,7 @@ from anthropic import AsyncAnthropic
 
 from agent import AnthropicModel, ModelSettings, TextBlock, ThinkingBlock, ToolCall, UserMessage
 from agent.seams import ModelEvent, ModelReply, ModelRequest, TextDelta, ThinkingDelta, ToolSpec
+from tests.support.anthropic_signatures import sign
 from tests.support.anthropic_standin import (
     AnthropicStandin,
     Text,
@@ -72,7 +73,7 @@ async def test_the_newest_family_is_asked_for_its_progress_and_streams_it(
     assert isinstance(reply, ModelReply)
     # The block is kept whole (the API needs it echoed), but it is not the reply's text.
     assert reply.content == (
-        ThinkingBlock(thinking=NOTE, signature="sig-1"),
+        ThinkingBlock(thinking=NOTE, signature=sign("claude-opus-5-5", "sig-1")),
         ToolCall(id="tu_1", name="lookup", input={"order": "A-1"}),
     )
     assert not [b for b in reply.content if isinstance(b, TextBlock)]
@@ -96,20 +97,27 @@ async def test_omitted_progress_streams_nothing_and_keeps_the_signature(
         assert not [e for e in got if isinstance(e, ThinkingDelta)]
         reply = got[-1]
         assert isinstance(reply, ModelReply)
-        assert reply.content[0] == ThinkingBlock(thinking="", signature="sig-1")
+        assert reply.content[0] == ThinkingBlock(
+            thinking="", signature=sign("claude-fable-5-1", "sig-1")
+        )
 
 
 @pytest.mark.parametrize(
     ("model", "thinking", "setting", "sent"),
     [
         # A family that takes no `display`: never sent, whatever is asked.
-        ("claude-sonnet-4-6", False, None, None),
+        ("claude-sonnet-4-5", False, None, None),
+        # (thinking on without a budget: nothing it can take; at start it is an error)
+        ("claude-sonnet-4-5", True, "summarized", None),
+        # Claude 4.6 shows its thinking unless asked not to: sent only when it changes anything.
         ("claude-sonnet-4-6", True, "summarized", {"type": "adaptive"}),
-        # Summarized is the default of the previous family: sent only when it changes anything.
-        ("claude-opus-5", False, None, None),
-        ("claude-opus-5", True, None, {"type": "adaptive"}),
-        ("claude-opus-5", True, "omitted", {"type": "adaptive", "display": "omitted"}),
-        ("claude-opus-5", False, "omitted", {"type": "adaptive", "display": "omitted"}),
+        ("claude-sonnet-4-6", True, "omitted", {"type": "adaptive", "display": "omitted"}),
+        # Claude 5 thinks by default and omits it: asked for the summary unless told otherwise;
+        # thinking turned off is off (nothing to display).
+        ("claude-opus-5", False, None, {"type": "disabled"}),
+        ("claude-opus-5", True, None, {"type": "adaptive", "display": "summarized"}),
+        ("claude-opus-5", True, "omitted", {"type": "adaptive"}),
+        ("claude-opus-5", False, "omitted", {"type": "disabled"}),
         # The newest: thinks by default and omits its text unless asked.
         ("claude-opus-5-5", False, None, {"type": "adaptive", "display": "summarized"}),
         ("claude-fable-5-1", True, "summarized", {"type": "adaptive", "display": "summarized"}),
@@ -142,9 +150,9 @@ async def test_display_is_sent_only_where_the_family_takes_it_and_it_matters(
     ("model", "thinking", "refusal"),
     [
         (
-            "claude-sonnet-4-6",
-            {"type": "adaptive", "display": "summarized"},
-            "thinking.display is not supported for this model",
+            "claude-sonnet-4-5",
+            {"type": "enabled", "budget_tokens": 1024, "display": "summarized"},
+            "display",
         ),
         (
             "claude-opus-5",
@@ -154,7 +162,7 @@ async def test_display_is_sent_only_where_the_family_takes_it_and_it_matters(
         (
             "claude-opus-5-5",
             {"type": "adaptive", "display": "full"},
-            "thinking.adaptive.display: Input should be 'summarized' or 'omitted'",
+            "display: Input should be 'summarized' or 'omitted'",
         ),
     ],
 )
