@@ -54,9 +54,9 @@ REMEMBERED_REPLAYS = 1024
 
 
 DEFAULT_CONTEXT_MESSAGES = 400
-"""A bound on messages, not tokens: a long thread of short messages keeps its whole recent
-history, and the model adapter still trims a request that would not fit its context window (the
-Anthropic adapter's `max_context_tokens`)."""
+"""A bound on messages, not tokens, for a model that does not compact (one that does is shown
+the thread since its newest compaction): the adapter still trims a request that would not fit
+its context window (the Anthropic adapter's `max_context_tokens`)."""
 
 
 @dataclass(frozen=True, kw_only=True)
