@@ -149,6 +149,17 @@ Message = Annotated[
 _message_adapter: TypeAdapter[Message] = TypeAdapter(Message)
 
 
+def holds_compaction(message: Message) -> bool:
+    """Whether the API's summary of the thread before it is in this message (a compaction block
+    with content; one without summarises nothing). A request is sent from the turn holding the
+    newest such message, so stores mark it when they save it: finding it must not mean reading
+    the transcript."""
+    return isinstance(message, AssistantMessage) and any(
+        isinstance(block, CompactionBlock) and block.content is not None
+        for block in message.content
+    )
+
+
 def message_to_json(message: Message) -> str:
     return message.model_dump_json()
 

@@ -91,6 +91,14 @@ ModelEvent = TextDelta | ThinkingDelta | StreamRestart | ModelReply
 
 
 class Model(Protocol):
+    """Optional, beside `stream`: `compacts_context(settings: ModelSettings) -> bool`, whether
+    the API behind the model compacts a long thread itself for a request with these settings
+    (it summarises the thread into a compaction block, stored in the reply, from which every
+    later request is read). The runtime then loads a session from the turn holding its newest
+    compaction, however long ago, instead of its latest `context_messages` messages: a window
+    would cut, and forget, what the API would have summarised. It must answer at once, without
+    I/O. A model without it keeps the window (`model_compacts`)."""
+
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Stream text deltas, then exactly one `ModelReply`, last; raise `ModelError` on failure.
 
@@ -104,3 +112,10 @@ class Model(Protocol):
         one; a plain `AsyncIterator` is just dropped.
         """
         ...
+
+
+def model_compacts(model: Model, settings: ModelSettings) -> bool:
+    """The optional `compacts_context` of `model` (see `Model`), False where it has none: a
+    model written to the Protocol alone keeps the window it always had."""
+    compacts = getattr(model, "compacts_context", None)
+    return bool(compacts(settings)) if callable(compacts) else False

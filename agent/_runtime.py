@@ -28,12 +28,12 @@ from agent._agent_def import Agent
 from agent._errors import LeaseLostError, StepConflictError, StoreUnavailableError
 from agent._hitl import Principal
 from agent._inbox import PendingApproval, RecentTurn
-from agent._messages import Message, TriggerMessage, UserMessage
 from agent._redaction import Redactor
 from agent._session import AgentSession
 from agent._sinks import EventHub
 from agent._step_conflicts import StepConflicts
 from agent._store_outage import OutageLog, backoff
+from agent._transcript_window import recent_end
 from agent._turn_loop import TurnEnv, TurnRunner
 from agent._turn_result import TurnResult
 from agent._turn_waits import TurnWaits
@@ -44,6 +44,7 @@ from agent.seams import (
     Model,
     SessionStore,
     TurnKind,
+    model_compacts,
 )
 
 log = logging.getLogger(__name__)
@@ -53,9 +54,9 @@ REMEMBERED_REPLAYS = 1024
 
 
 DEFAULT_CONTEXT_MESSAGES = 400
-"""A bound on messages, not tokens: a long thread of short messages keeps its whole recent
-history, and the model adapter still trims a request that would not fit its context window (the
-Anthropic adapter's `max_context_tokens`)."""
+"""A bound on messages, not tokens, for a model that does not compact (one that does is shown
+the thread since its newest compaction): the adapter still trims a request that would not fit
+its context window (the Anthropic adapter's `max_context_tokens`)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,17 +69,6 @@ class _CancelNews:
         if runner.turn_id == self.keep or (self.only is not None and runner.turn_id != self.only):
             return
         runner.cancellation.cancel(self.reason)
-
-
-def _recent_end(transcript: list[Message], base: int, at_least: int) -> tuple[list[Message], int]:
-    """The part of a transcript (starting at index `base`) that `load_transcript_tail` reads:
-    at least `at_least` of the latest messages, from the opening of the turn the earliest
-    belongs to. The drain loads it once; without cutting it again before each turn, every turn
-    it ran after the first saw all the history since it began."""
-    for position in range(len(transcript) - max(at_least, 1), 0, -1):
-        if isinstance(transcript[position], UserMessage | TriggerMessage):
-            return transcript[position:], base + position
-    return transcript, base
 
 
 class Runtime:
@@ -108,7 +98,10 @@ class Runtime:
         token shapes are scrubbed without being listed. `context_messages`: how much of a
         session's history the model is shown, at least that many of the latest messages, from
         the opening of the turn the earliest belongs to; also all a worker reads to resume a
-        session, so resuming costs the same after ten messages or ten thousand."""
+        session, so resuming costs the same after ten messages or ten thousand. Not under a
+        model whose API compacts long threads (`Model.compacts_context`): it is shown the
+        thread from the turn holding the newest compaction, or from the start, whatever its
+        length, since the API bounds and summarises it (`agent._transcript_window`)."""
         self.store = store
         self.model = model
         self.default_agent = agent
@@ -441,8 +434,13 @@ class Runtime:
     async def _run_queue(self, agent: Agent, lease: Lease) -> None:
         heartbeat = asyncio.create_task(self._heartbeat(lease))
         conflicts = StepConflicts()
+        # The API compacting the thread bounds it; the window bounds one nothing else does.
+        window = self.context_messages
+        since_compaction = model_compacts(self.model, agent.model)
         try:
-            tail = await self.store.load_transcript_tail(lease.session, self.context_messages)
+            tail = await self.store.load_transcript_tail(
+                lease.session, window, since_compaction=since_compaction
+            )
             transcript, base = tail.messages, tail.base
             while not self._closed:
                 # A cancel committed after this read began is only known by its signal, which
@@ -466,7 +464,9 @@ class Runtime:
                     self.notify(lease.session)
                     continue
                 # The turns a drain runs back to back see what a worker resuming at each would.
-                transcript, base = _recent_end(transcript, base, self.context_messages)
+                transcript, base = recent_end(
+                    transcript, base, window, since_compaction=since_compaction
+                )
                 env = TurnEnv(
                     agent=agent,
                     store=self.store,
@@ -484,7 +484,7 @@ class Runtime:
                 try:
                     await runner.run()
                 except StepConflictError as err:
-                    tail = await conflicts.settle(env, turn, err, self.context_messages)
+                    tail = await conflicts.settle(env, turn, err, window, since_compaction)
                     transcript, base = tail.messages, tail.base
                 finally:
                     self._running.pop(lease.session, None)

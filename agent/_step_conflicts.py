@@ -46,7 +46,12 @@ class StepConflicts:
         return not again and len(seen) < MAX_CONFLICTS
 
     async def settle(
-        self, env: TurnEnv, turn: TurnRecord, error: StepConflictError, context: int
+        self,
+        env: TurnEnv,
+        turn: TurnRecord,
+        error: StepConflictError,
+        context: int,
+        since_compaction: bool,
     ) -> TranscriptTail:
         """After `turn` hit `error`: if the lease is still this worker's, read the transcript
         again (returned, for the drain to go on with) and, if the clash cannot heal, fail the
@@ -57,7 +62,9 @@ class StepConflicts:
                 f"lease on session {lease.session!r} (epoch {lease.epoch}) was taken over"
             ) from error
         heals = self.heals(turn.turn_id, error)
-        tail: TranscriptTail = await env.store.load_transcript_tail(lease.session, context)
+        tail: TranscriptTail = await env.store.load_transcript_tail(
+            lease.session, context, since_compaction=since_compaction
+        )
         if heals:
             log.info("a step of %s clashed (%s); going on from a fresh read", turn.turn_id, error)
             return tail

@@ -295,11 +295,19 @@ class SessionStore(Protocol):
         """The live transcript in index order (a host reading the conversation)."""
         ...
 
-    async def load_transcript_tail(self, session: str, at_least: int) -> TranscriptTail:
+    async def load_transcript_tail(
+        self, session: str, at_least: int, *, since_compaction: bool = False
+    ) -> TranscriptTail:
         """What a worker reads when it picks a session up: the last `at_least` messages or more,
         from the opening of the turn the earliest of them belongs to (everything when the
         transcript is no longer). Its cost must not grow with the transcript: a resumed turn
-        waits on it."""
+        waits on it.
+
+        `since_compaction=True` (the model's API compacts long threads): `at_least` is ignored;
+        the tail starts at the opening of the turn holding the newest message that
+        `holds_compaction`, or at the session's start if none does, however many messages that
+        is (the API's compaction bounds it). Finding that message must not read the transcript:
+        mark it when it is committed. The live generation only: a reset's archive keeps its own."""
         ...
 
     async def load_steps(self, session: str, turn_id: str) -> dict[str, JsonValue]:

@@ -47,6 +47,7 @@ from agent._messages import (
     JsonValue,
     Message,
     Usage,
+    holds_compaction,
     message_from_json,
     message_to_json,
 )
@@ -60,6 +61,7 @@ from agent._model_seam import (
     TextDelta,
     ThinkingDelta,
     ToolSpec,
+    model_compacts,
 )
 from agent._records import (
     UNFINISHED,
@@ -145,7 +147,9 @@ __all__ = [
     "answerers_to_json",
     "event_from_json",
     "event_to_json",
+    "holds_compaction",
     "message_from_json",
     "message_to_json",
+    "model_compacts",
     "parked_request",
 ]

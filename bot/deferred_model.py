@@ -11,18 +11,30 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 
-from agent.seams import Model, ModelEvent, ModelRequest
+from agent.seams import Model, ModelEvent, ModelRequest, ModelSettings, model_compacts
 
 
 class DeferredModel:
-    def __init__(self, build: Callable[[], Model]) -> None:
+    def __init__(
+        self, build: Callable[[], Model], *, compacts: Callable[[ModelSettings], bool] | None = None
+    ) -> None:
+        """`compacts`: how the model will answer `compacts_context` (the `Model` seam's optional
+        capability), for the runtime to ask before the model is built; building it to ask would
+        import the SDK for a question its settings answer. Unset, the window stands until the
+        model is built (the bot defers only where no turn runs, so nothing asks)."""
         self._build = build
+        self._compacts = compacts
         self._model: Model | None = None
         self._building: asyncio.Lock | None = None
 
     @property
     def built(self) -> bool:
         return self._model is not None
+
+    def compacts_context(self, settings: ModelSettings) -> bool:
+        if self._model is not None:
+            return model_compacts(self._model, settings)
+        return self._compacts is not None and self._compacts(settings)
 
     async def _ready(self) -> Model:
         if self._model is None:

@@ -159,7 +159,8 @@ class Settings(BaseSettings):
     """False: `bot serve` only acks and queues turns; `bot worker` processes run and render them."""
     worker_poll: float = Field(default=0.25, alias="WORKER_POLL_SECONDS")
     context_messages: int = Field(default=DEFAULT_CONTEXT_MESSAGES, ge=1, alias="CONTEXT_MESSAGES")
-    """How much of a thread's history the model sees (see `agent.Runtime`)."""
+    """How much of a thread's history a model that does not compact sees (see `agent.Runtime`);
+    one that does sees the thread since its newest compaction."""
     replace_in_flight: bool = Field(default=True, alias="REPLACE_IN_FLIGHT")
     """A newer message in a thread supersedes the unfinished reply (never a parked approval)."""
     reset_command: str = Field(default="/agent-reset", alias="RESET_COMMAND")

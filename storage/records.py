@@ -23,6 +23,7 @@ from agent.seams import (
     TurnRecord,
     TurnStatus,
     event_to_json,
+    holds_compaction,
     message_to_json,
 )
 from storage.json_text import canonical_json, dump_json, load_json
@@ -38,6 +39,9 @@ class MessageRow:
     turn_id: str
     role: str
     body: str
+    compaction: bool = False
+    """It `holds_compaction`: the stores mark it so a compacting session's tail is found
+    without reading the transcript."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,7 +97,13 @@ def encode_commit(session: str, commit: StepCommit) -> EncodedCommit:
     return EncodedCommit(
         step_value=dump_json(commit.step_value) if commit.step_id is not None else None,
         messages=[
-            MessageRow(idx=idx, turn_id=msg.turn_id, role=msg.role, body=message_to_json(msg))
+            MessageRow(
+                idx=idx,
+                turn_id=msg.turn_id,
+                role=msg.role,
+                body=message_to_json(msg),
+                compaction=holds_compaction(msg),
+            )
             for idx, msg in commit.messages
         ],
         events=encode_events(session, commit.events),

@@ -44,6 +44,7 @@ from agent.models._anthropic_context import (
     ContextMode,
     ContextPlan,
     check_compact_at,
+    compacts,
     context_plan,
     request_transcript,
 )
@@ -68,7 +69,14 @@ from agent.models._family_rules import (
     thinking_param,
 )
 from agent.models._thinking_display import DEFAULT_THINKING_DISPLAY, ThinkingDisplay, with_display
-from agent.seams import ModelEvent, ModelRequest, StreamRestart, TextDelta, ThinkingDelta
+from agent.seams import (
+    ModelEvent,
+    ModelRequest,
+    ModelSettings,
+    StreamRestart,
+    TextDelta,
+    ThinkingDelta,
+)
 
 log = logging.getLogger(__name__)
 
@@ -229,6 +237,12 @@ class AnthropicModel:
         """Closes the HTTP client if this adapter made it; an injected one is its owner's."""
         if self._owns_client:
             await self._client.close()
+
+    def compacts_context(self, settings: ModelSettings) -> bool:
+        """The `Model` seam's optional capability: the API compacts a request with these
+        settings exactly when `_params` asks it to (the same rule), so the runtime loads the
+        thread from its newest compaction instead of a window."""
+        return compacts(settings.model or self._model, self._context_management)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         params = await self._counted(request, self._params(request))

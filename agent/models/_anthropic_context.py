@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from agent._messages import AssistantMessage, CompactionBlock, Message
+from agent._messages import AssistantMessage, CompactionBlock, Message, holds_compaction
 from agent.models._anthropic_request import bound_transcript, open_exchanges
 from agent.models._families import FAMILIES, family_of
 
@@ -76,6 +76,14 @@ def context_plan(model: str, mode: ContextMode, compact_at: int | None) -> Conte
     return ContextPlan(edits=(edit,), betas=(BETA_FOR_EDIT[edit["type"]],))
 
 
+def compacts(model: str, mode: ContextMode) -> bool:
+    """Whether a request for `model` asks the API to compact the thread (`context_plan`'s
+    rule, whatever the trigger): the runtime then loads the thread from its newest
+    compaction rather than a window of messages."""
+    plan = context_plan(model, mode, None)
+    return plan is not None and plan.compacts
+
+
 def check_compact_at(compact_at: int | None) -> None:
     """At start, not at the first long thread: the API refuses a trigger below its floor."""
     if compact_at is not None and compact_at < MIN_COMPACT_TRIGGER:
@@ -105,10 +113,7 @@ def context_transcript(messages: Sequence[Message], *, compacts: bool) -> Sequen
 
 def _newest_compaction(messages: Sequence[Message]) -> int | None:
     for index in range(len(messages) - 1, -1, -1):
-        message = messages[index]
-        if isinstance(message, AssistantMessage) and any(
-            isinstance(b, CompactionBlock) and b.content is not None for b in message.content
-        ):
+        if holds_compaction(messages[index]):
             return index
     return None
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from agent._errors import ModelError
 from agent._messages import (
     AssistantMessage,
+    CompactionBlock,
     ContentBlock,
     JsonData,
     Message,
@@ -23,7 +24,7 @@ from agent._messages import (
     Usage,
     UserMessage,
 )
-from agent.seams import ModelEvent, ModelReply, ModelRequest, TextDelta
+from agent.seams import ModelEvent, ModelReply, ModelRequest, ModelSettings, TextDelta
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,12 +39,17 @@ class ScriptedReply:
     model: str | None = None
     """The model the reply says wrote it; by default the one the request names, if any."""
     stop_explanation: str | None = None
+    compaction: str | None = None
+    """The API's summary of the thread so far, put first in the reply as a compaction block
+    (as the API answers a request that passed its trigger)."""
 
     def chunks(self) -> list[str]:
         return [self.text] if isinstance(self.text, str) else list(self.text)
 
     def reply(self) -> ModelReply:
         content: list[ContentBlock] = []
+        if self.compaction is not None:
+            content.append(CompactionBlock(content=self.compaction))
         text = "".join(self.chunks())
         if text:
             content.append(TextBlock(text=text))
@@ -105,9 +111,13 @@ class ScriptedModel:
         responder: Responder | None = None,
         delta_delay: float = 0.0,
         keep_requests: bool = True,
+        compacts_context: bool = False,
     ) -> None:
         """`keep_requests=False` for a long run (a benchmark, the demo server): `requests` then
-        stays empty instead of holding every transcript the model was shown."""
+        stays empty instead of holding every transcript the model was shown.
+        `compacts_context=True` plays a model whose API compacts long threads (the `Model`
+        seam's optional capability), so the runtime shows it the thread since its newest
+        compaction block rather than a window; script the block with `ScriptedReply.compaction`."""
         if turns is not None and replies:
             raise ValueError("give the replies of every turn or the turns of a session, not both")
         self._keep_requests = keep_requests
@@ -116,7 +126,11 @@ class ScriptedModel:
         self._by_opening = {k: list(v) for k, v in (by_opening or {}).items()}
         self._responder = responder
         self._delta_delay = delta_delay
+        self._compacts = compacts_context
         self.requests: list[ModelRequest] = []
+
+    def compacts_context(self, settings: ModelSettings) -> bool:
+        return self._compacts
 
     def _pick(self, request: ModelRequest) -> ScriptedReply:
         step = step_in_turn(request.messages)

@@ -321,6 +321,7 @@ def apply_commit(
             "turn_id": m.turn_id,
             "role": m.role,
             "body": m.body,
+            "compaction": True if m.compaction else None,
         }
     for row in encoded.confirmations:
         state.confirmations[row["confirmation_id"]] = {**row, "id": ids.next("confirmations")}

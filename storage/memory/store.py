@@ -56,8 +56,8 @@ from storage.memory import ledgers
 from storage.memory import prune as memory_prune
 from storage.memory import state as ops
 from storage.memory.state import NoHandle, RowIds, Rows, SessionState
+from storage.memory.transcript import transcript_tail
 from storage.records import (
-    OPENING_ROLES,
     RESET_INPUT,
     encode_commit,
     encode_events,
@@ -288,19 +288,13 @@ class MemoryStore:
             bodies = [state.messages[i]["body"] for i in sorted(state.messages)] if state else []
         return [message_from_json(body) for body in bodies]
 
-    async def load_transcript_tail(self, session: str, at_least: int) -> TranscriptTail:
+    async def load_transcript_tail(
+        self, session: str, at_least: int, *, since_compaction: bool = False
+    ) -> TranscriptTail:
         async with self._lock:
             state = self._sessions.get(session)
             rows = [state.messages[i] for i in sorted(state.messages)] if state else []
-        base = 0
-        for index in range(len(rows) - max(at_least, 1), 0, -1):
-            if rows[index]["role"] in OPENING_ROLES:
-                base = index
-                break
-        # Indexes are contiguous from 0 in a live generation, so a row's position is its index.
-        return TranscriptTail(
-            base=base, messages=[message_from_json(row["body"]) for row in rows[base:]]
-        )
+        return transcript_tail(rows, at_least, since_compaction)
 
     async def load_steps(self, session: str, turn_id: str) -> dict[str, JsonValue]:
         async with self._lock:

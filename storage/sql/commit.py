@@ -316,6 +316,7 @@ def write_rows(
                 "turn_id": m.turn_id,
                 "role": m.role,
                 "body": m.body,
+                "compaction": True if m.compaction else None,
             }
             for m in encoded.messages
         ]

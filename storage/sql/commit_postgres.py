@@ -14,7 +14,8 @@ one statement do all of it with the same guarantees:
   separate INSERTs did.
 
 Commits with confirmations, facts or expiry timers (rare: a tool asking for one, a fact
-written, a park with a time limit), or with more
+written, a park with a time limit), with a message holding a compaction (once per ~150,000
+input tokens of a thread; the general path marks it), or with more
 than `MOST_ROWS` rows, take the general path in `storage.sql.commit`.
 """
 
@@ -42,6 +43,7 @@ def fits(conn: Connection, encoded: EncodedCommit) -> bool:
         and not encoded.confirmations
         and not encoded.facts
         and not encoded.timers
+        and not any(m.compaction for m in encoded.messages)
         and len(encoded.messages) + len(encoded.events) <= MOST_ROWS
     )
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     Column,
     Double,
     Index,
@@ -22,6 +23,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    text,
 )
 
 # SQLite only makes a column an alias of the rowid (and so auto-incrementing) when it is declared
@@ -95,7 +97,18 @@ messages = Table(
     Column("turn_id", Text, nullable=False),
     Column("role", Text, nullable=False),
     Column("body", Text, nullable=False),
+    # True for a message holding the API's compaction of the thread before it (a compaction
+    # block with content), NULL otherwise: a compacting session is loaded from the newest one,
+    # found through the partial index below, which holds only these few rows.
+    Column("compaction", Boolean, nullable=True),
     PrimaryKeyConstraint("session_key", "idx", name="pk_messages"),
+    Index(
+        "ix_messages_compaction",
+        "session_key",
+        "idx",
+        sqlite_where=text("compaction IS NOT NULL"),
+        postgresql_where=text("compaction IS NOT NULL"),
+    ),
 )
 
 steps = Table(
@@ -229,6 +242,7 @@ archived_messages = Table(
     Column("turn_id", Text, nullable=False),
     Column("role", Text, nullable=False),
     Column("body", Text, nullable=False),
+    Column("compaction", Boolean, nullable=True),
     PrimaryKeyConstraint("session_key", "generation", "idx", name="pk_archived_messages"),
 )
 

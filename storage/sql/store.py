@@ -50,6 +50,7 @@ from storage.sql import commit as sql_commit
 from storage.sql import ledgers as sql_ledgers
 from storage.sql import prune as sql_prune
 from storage.sql import reset as sql_reset
+from storage.sql import transcript as sql_transcript
 from storage.sql import turns as sql_turns
 from storage.sql.commit import run_local
 from storage.sql.dialects import SqlDialect, dialect_for
@@ -228,11 +229,16 @@ class SqlStore:
         return await self._x.read(lambda c: sql_turns.get_session(c, session))
 
     async def load_transcript(self, session: str) -> list[Message]:
-        return await self._x.read(lambda c: sql_turns.load_transcript(c, session))
+        return await self._x.read(lambda c: sql_transcript.load_transcript(c, session))
 
-    async def load_transcript_tail(self, session: str, at_least: int) -> TranscriptTail:
+    async def load_transcript_tail(
+        self, session: str, at_least: int, *, since_compaction: bool = False
+    ) -> TranscriptTail:
         return await self._x.read(
-            lambda c: sql_turns.load_transcript_tail(c, session, at_least), urgent=True
+            lambda c: sql_transcript.load_transcript_tail(
+                c, session, at_least, since_compaction=since_compaction
+            ),
+            urgent=True,
         )
 
     async def load_steps(self, session: str, turn_id: str) -> dict[str, JsonValue]:

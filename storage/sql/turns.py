@@ -21,25 +21,21 @@ from agent.seams import (
     UNFINISHED,
     ApprovalTimer,
     JsonValue,
-    Message,
     ResumeConflictError,
     SessionRecord,
     SessionStatus,
     SessionSuspendedError,
     StepConflictError,
     TimerKind,
-    TranscriptTail,
     TurnEvent,
     TurnKind,
     TurnRecord,
     TurnStatus,
     event_from_json,
-    message_from_json,
 )
 from storage.json_text import canonical_json, dump_json, load_json
 from storage.ledger_records import timer_record
 from storage.records import (
-    OPENING_ROLES,
     encode_events,
     event_rows,
     parked_on_other_turn,
@@ -48,7 +44,7 @@ from storage.records import (
     turn_record,
 )
 from storage.sql.dialects import SqlDialect
-from storage.sql.schema import approval_timers, events, messages, sessions, steps, turns
+from storage.sql.schema import approval_timers, events, sessions, steps, turns
 
 UNFINISHED_VALUES = [status.value for status in UNFINISHED]
 OPEN_VALUES = [*UNFINISHED_VALUES, TurnStatus.SUSPENDED.value]
@@ -99,23 +95,6 @@ _NEXT_TURN = (
     .where(turns.c.session_key == bindparam("b_session"), turns.c.status.in_(UNFINISHED_VALUES))
     .order_by(turns.c.id)
     .limit(1)
-)
-_IN_SESSION = messages.c.session_key == bindparam("b_session")
-_LAST_INDEX = select(func.max(messages.c.idx)).where(_IN_SESSION)
-_OPENING_BEFORE = (
-    select(messages.c.idx)
-    .where(
-        _IN_SESSION,
-        messages.c.idx <= bindparam("b_first"),
-        messages.c.role.in_(OPENING_ROLES),
-    )
-    .order_by(messages.c.idx.desc())
-    .limit(1)
-)
-_MESSAGES_FROM = (
-    select(messages.c.body)
-    .where(_IN_SESSION, messages.c.idx >= bindparam("b_base"))
-    .order_by(messages.c.idx)
 )
 _STEPS = (
     select(steps.c.step_id, steps.c.value)
@@ -465,31 +444,6 @@ def _turns(rows: Any) -> list[TurnRecord]:
 def get_session(conn: Connection, session: str) -> SessionRecord | None:
     row: Row[Any] | None = conn.execute(select(sessions).where(sessions.c.key == session)).first()
     return None if row is None else session_record(row._mapping)
-
-
-def load_transcript(conn: Connection, session: str) -> list[Message]:
-    query = (
-        select(messages.c.body).where(messages.c.session_key == session).order_by(messages.c.idx)
-    )
-    return [message_from_json(body) for body in conn.execute(query).scalars()]
-
-
-def load_transcript_tail(conn: Connection, session: str, at_least: int) -> TranscriptTail:
-    """Three index range reads on the primary key, none of which grows with the transcript:
-    the last index, the opening at or before the window's first message (a walk back over one
-    turn at most), then the rows from there."""
-    last = conn.execute(_LAST_INDEX, {"b_session": session}).scalar()
-    if last is None:
-        return TranscriptTail(base=0, messages=[])
-    base = 0
-    first_wanted = int(last) + 1 - max(at_least, 1)
-    if first_wanted > 0:
-        opening = conn.execute(
-            _OPENING_BEFORE, {"b_session": session, "b_first": first_wanted}
-        ).scalar()
-        base = int(opening) if opening is not None else 0
-    rows = conn.execute(_MESSAGES_FROM, {"b_session": session, "b_base": base}).scalars()
-    return TranscriptTail(base=base, messages=[message_from_json(body) for body in rows])
 
 
 def load_steps(conn: Connection, session: str, turn_id: str) -> dict[str, JsonValue]:

@@ -47,6 +47,7 @@ SUITES = {
     "test_session_store.py": "store",
     "test_ledgers.py": "store",
     "test_turn_queue.py": "store",
+    "test_compaction_tail.py": "store",
     "test_model.py": "harness",
     "test_event_sink.py": "probe",
 }

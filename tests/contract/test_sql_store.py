@@ -23,7 +23,16 @@ from sqlalchemy import Connection, create_engine, inspect, text
 from sqlalchemy.engine import make_url
 
 import storage
-from agent import FatalToolError, SchemaMismatchError, StoreUnavailableError, TurnInput, UserMessage
+from agent import (
+    AssistantMessage,
+    FatalToolError,
+    SchemaMismatchError,
+    StoreUnavailableError,
+    TextBlock,
+    TurnInput,
+    UserMessage,
+)
+from agent._messages import CompactionBlock
 from agent.seams import StepCommit, StoreHandle
 from examples.ops_agent.tables import metadata as ops_metadata
 from storage import MemoryStore, SqlStore, current_revision, open_store, upgrade_database
@@ -363,6 +372,88 @@ async def test_revision_0005_adds_timers_and_answer_columns_and_keeps_older_rows
     added = {"reason", "expires_at"}
     assert added & await asyncio.to_thread(_columns, url, "confirmations") == set()
     assert await current_revision(url) == "0004"
+    await upgrade_database(url)  # and up again
+    assert await current_revision(url) == head_revision()
+
+
+def _marked(url: str) -> dict[str, list[tuple[object, ...]]]:
+    engine = create_engine(dialect_for(url).url)
+    try:
+        with engine.connect() as conn:
+            indexes = {i["name"] for i in inspect(conn).get_indexes("messages")}
+            return {
+                table: [tuple(row) for row in conn.execute(text(query))]
+                for table, query in {
+                    "messages": "select idx from messages where compaction order by idx",
+                    "archived_messages": "select idx from archived_messages where compaction",
+                }.items()
+            } | {"indexes": [(name,) for name in sorted(indexes)]}
+    finally:
+        engine.dispose()
+
+
+async def test_revision_0010_marks_the_compactions_stored_before_it(unmigrated_url: str) -> None:
+    """A compacting session stored before the marker existed is loaded from its newest
+    compaction after the upgrade (a block without content, or the word in a reply, marks
+    nothing; the archive is marked too); the downgrade removes the marker and its index."""
+    url = unmigrated_url
+    await asyncio.to_thread(_migrate, url, "0009")
+
+    def said(*blocks: TextBlock | CompactionBlock) -> str:
+        return AssistantMessage(
+            turn_id="t", content=blocks, stop_reason="end_turn"
+        ).model_dump_json()
+
+    asked = UserMessage(turn_id="t", text="ok?").model_dump_json()
+    bodies = [
+        asked,
+        said(CompactionBlock(content="old summary"), TextBlock(text="a")),
+        asked,
+        said(CompactionBlock(content="newest summary"), TextBlock(text="b")),
+        asked,
+        said(CompactionBlock(content=None), TextBlock(text="c")),
+        asked,
+        said(TextBlock(text='the "compaction" block is a summary')),
+    ]
+    engine = create_engine(dialect_for(url).url)
+    try:
+        with engine.begin() as conn:
+            for idx, body in enumerate(bodies):
+                role = "user" if idx % 2 == 0 else "assistant"
+                values = {"idx": idx, "role": role, "body": body}
+                conn.execute(
+                    text(
+                        "insert into messages (session_key, idx, turn_id, role, body) "
+                        "values ('s', :idx, 't', :role, :body)"
+                    ),
+                    values,
+                )
+                conn.execute(
+                    text(
+                        "insert into archived_messages (session_key, generation, idx, turn_id, "
+                        "role, body) values ('s', 0, :idx, 't', :role, :body)"
+                    ),
+                    values,
+                )
+    finally:
+        engine.dispose()
+
+    await upgrade_database(url)
+    store = await SqlStore.open(url)
+    try:
+        tail = await store.load_transcript_tail("s", 1, since_compaction=True)
+    finally:
+        await store.close()
+    assert tail.base == 2
+    assert await asyncio.to_thread(_marked, url) == {
+        "messages": [(1,), (3,)],
+        "archived_messages": [(1,), (3,)],
+        "indexes": [("ix_messages_compaction",)],
+    }
+
+    await asyncio.to_thread(_migrate, url, "0009", down=True)
+    assert "compaction" not in await asyncio.to_thread(_columns, url, "messages")
+    assert "compaction" not in await asyncio.to_thread(_columns, url, "archived_messages")
     await upgrade_database(url)  # and up again
     assert await current_revision(url) == head_revision()
 

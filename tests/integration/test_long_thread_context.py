@@ -31,14 +31,24 @@ async def client(api: AnthropicStandin) -> AsyncIterator[AsyncAnthropic]:
 
 
 async def _turns(
-    store: SessionStore, api: AnthropicStandin, model: AnthropicModel, first: int, last: int
+    store: SessionStore,
+    api: AnthropicStandin,
+    model: AnthropicModel,
+    first: int,
+    last: int,
+    *,
+    context_messages: int = 400,
+    long: bool = True,
 ) -> None:
     agent = Agent(name="a", instructions="Answer.")
-    async with Runtime(store, model, agent=agent, poll_interval=0.02) as runtime:
+    async with Runtime(
+        store, model, agent=agent, poll_interval=0.02, context_messages=context_messages
+    ) as runtime:
         session = runtime.session(agent, "s1")
         for n in range(first, last):
             api.enqueue(sse_reply(Text(f"answer {n}")))
-            result = await session.result(await session.start(f"question {n} {PARAGRAPH}"))
+            text = f"question {n} {PARAGRAPH}" if long else f"question {n}"
+            result = await session.result(await session.start(text))
             assert result.status == TurnStatus.COMPLETED, result
 
 
@@ -83,6 +93,25 @@ async def test_the_new_family_compacts_and_another_worker_sends_the_same_prefix(
     fifth = api.bodies[4]["messages"]
     assert _unmarked(fifth[: len(fourth)]) == _unmarked(fourth), "the same prefix, byte for byte"
     assert all(b.get("model", NEW) == NEW for b in api.bodies)
+
+
+async def test_a_compaction_older_than_the_message_window_is_still_sent(
+    store: SessionStore, api: AnthropicStandin, client: AsyncAnthropic
+) -> None:
+    """`CONTEXT_MESSAGES` no longer cuts a thread the API compacts: short turns past the
+    window still go out from the compaction (stored at index 5, in question 2's turn), on the
+    worker that ran them and on another one."""
+    model = AnthropicModel(client=client, model=NEW, restart_delay=0, compact_at_tokens=50_000)
+    await _turns(store, api, model, 0, 4, context_messages=2)
+    await _turns(store, api, model, 4, 8, context_messages=2, long=False)
+    again = AnthropicModel(client=client, model=NEW, restart_delay=0, compact_at_tokens=50_000)
+    await _turns(store, api, again, 8, 9, context_messages=2, long=False)
+
+    for body in api.bodies[3:]:
+        sent = body["messages"]
+        assert sent[0]["content"][0]["text"].startswith("question 2")
+        assert sent[1]["content"][0]["type"] == "compaction"
+    assert len(api.bodies[-1]["messages"]) == 2 * 6 + 1  # questions 2 to 7 and their answers, 8
 
 
 async def test_the_old_family_keeps_the_local_window(
