@@ -11,8 +11,6 @@ serving modes.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -31,16 +29,6 @@ BEFORE = "claude-opus-5-5"
 AFTER = "claude-fable-5-2"
 """Both of the family that binds thinking to the model that wrote it."""
 pytestmark = pytest.mark.usefixtures("serving")
-
-
-@pytest.fixture
-async def client(api: AnthropicStandin) -> AsyncIterator[AsyncAnthropic]:
-    # Made off the loop: the SDK's first client imports its HTTP stack.
-    client = await asyncio.to_thread(
-        AsyncAnthropic, base_url=api.base_url, api_key="sk-ant-test-model-change", max_retries=0
-    )
-    yield client
-    await client.close()
 
 
 def claude(client: AsyncAnthropic, name: str) -> AnthropicModel:

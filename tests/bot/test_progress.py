@@ -11,7 +11,6 @@ commit: "shown while the turn runs" is decided by the order of events, not by ti
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -75,16 +74,6 @@ class ShownBeforeCommit:
     def rendering(self) -> bool:
         shown = ("agents.sessions.setStatus", "assistant.threads.setStatus", "chat.startStream")
         return any(c.method in shown for c in self.standin.calls)
-
-
-@pytest.fixture
-async def client(api: AnthropicStandin) -> AsyncIterator[AsyncAnthropic]:
-    # Made off the loop: the SDK's first client imports its HTTP stack.
-    client = await asyncio.to_thread(
-        AsyncAnthropic, base_url=api.base_url, api_key="sk-ant-progress", max_retries=0
-    )
-    yield client
-    await client.close()
 
 
 async def test_progress_between_tool_calls_is_shown_and_never_said(

@@ -5,11 +5,8 @@ stored, so another worker sends the same prefix; the old family's is bounded by 
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest
 from anthropic import AsyncAnthropic
 
 from agent import Agent, AnthropicModel, AssistantMessage, Runtime, SessionStore, TurnStatus
@@ -19,15 +16,6 @@ from tests.support.anthropic_standin import AnthropicStandin, Text, sse_reply
 NEW = "claude-opus-5-5"
 OLD = "claude-sonnet-4-6"
 PARAGRAPH = "word " * 16_000  # about 20,000 tokens by the stand-in's count
-
-
-@pytest.fixture
-async def client(api: AnthropicStandin) -> AsyncIterator[AsyncAnthropic]:
-    client = await asyncio.to_thread(
-        AsyncAnthropic, base_url=api.base_url, api_key="sk-ant-test-long", max_retries=0
-    )
-    yield client
-    await client.close()
 
 
 async def _turns(

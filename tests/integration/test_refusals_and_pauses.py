@@ -11,11 +11,8 @@ Runs on every store.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest
 from anthropic import AsyncAnthropic
 
 from agent import (
@@ -43,15 +40,6 @@ def lookup(order: str) -> dict[str, Any]:
 
 
 AGENT = Agent(name="desk", instructions="Help with orders.", tools=[lookup])
-
-
-@pytest.fixture
-async def client(api: AnthropicStandin) -> AsyncIterator[AsyncAnthropic]:
-    client = await asyncio.to_thread(
-        AsyncAnthropic, base_url=api.base_url, api_key="sk-ant-test-stops", max_retries=0
-    )
-    yield client
-    await client.close()
 
 
 def texts(body: dict[str, Any]) -> list[tuple[str, list[str]]]:

@@ -5,10 +5,6 @@ they are doing between tool calls in (summarized) thinking, which the turn shows
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
-
-import pytest
 from anthropic import AsyncAnthropic
 
 from agent import (
@@ -28,15 +24,6 @@ from tests.support.anthropic_standin import AnthropicStandin, Text, Thinking, To
 
 FIRST = "Looking the order up before answering."
 SECOND = "The order shipped; summarising the tracking."
-
-
-@pytest.fixture
-async def client(api: AnthropicStandin) -> AsyncIterator[AsyncAnthropic]:
-    client = await asyncio.to_thread(
-        AsyncAnthropic, base_url=api.base_url, api_key="sk-ant-progress", max_retries=0
-    )
-    yield client
-    await client.close()
 
 
 async def test_progress_is_shown_live_and_never_stored_or_said(

@@ -7,10 +7,9 @@ each block for the model it answered as and refuses a request that carries anoth
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-import pytest
 from anthropic import AsyncAnthropic
 
 from agent import (
@@ -36,13 +35,6 @@ NEW = "claude-fable-5-2"
 LEGACY = "claude-sonnet-4-6"
 """A family that does not."""
 TOOLS = (ToolSpec(name="lookup", description="Look up.", input_schema={"type": "object"}),)
-
-
-@pytest.fixture
-async def client(api: AnthropicStandin) -> AsyncIterator[AsyncAnthropic]:
-    client = AsyncAnthropic(base_url=api.base_url, api_key="sk-ant-test-change", max_retries=0)
-    yield client
-    await client.close()
 
 
 def model_for(client: AsyncAnthropic, name: str) -> AnthropicModel:

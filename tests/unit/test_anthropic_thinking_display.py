@@ -9,7 +9,6 @@ thinking blocks, empty unless the request asks for `display: "summarized"`
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import anthropic
@@ -30,13 +29,6 @@ from tests.support.anthropic_standin import (
 
 LOOKUP = ToolSpec(name="lookup", description="Look an order up.", input_schema={"type": "object"})
 NOTE = "Checking the order history first."
-
-
-@pytest.fixture
-async def client(api: AnthropicStandin) -> AsyncIterator[AsyncAnthropic]:
-    client = AsyncAnthropic(base_url=api.base_url, api_key="sk-ant-display", max_retries=0)
-    yield client
-    await client.close()
 
 
 def ask(**settings: Any) -> ModelRequest:
