@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo sandbox test lint bench install clean lock
+.PHONY: demo sandbox test check lint bench install clean lock
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,7 +37,12 @@ TEST_WORKERS ?= 4
 test: lint
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal
 
-# The deploy lock file: every package pinned, resolved from pyproject.toml (README, "Deploy").
+# The fast loop (CONTRIBUTING.md): lint, types, and the unit and contract tests on SQLite and the
+# memory store only, so it needs nothing but Python. `make test` stays the whole suite (CI).
+check: lint
+	BOT_TEST_SKIP_POSTGRES=1 BOT_TEST_SKIP_REDIS=1 $(BIN)/pytest -q -n 2 tests/unit tests/contract
+
+# The deploy lock file: every package pinned, resolved from pyproject.toml (docs/operations.md, "Deploy").
 lock: install
 	$(BIN)/python -m pip install --quiet uv
 	$(BIN)/uv pip compile pyproject.toml --universal --python-version 3.11 --upgrade \

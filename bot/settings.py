@@ -287,8 +287,8 @@ class Settings(BaseSettings):
             )
         parts += problems
         raise ConfigError(
-            f"`bot {command}` cannot start: {'; '.join(parts)} (see the README's configuration "
-            "table)."
+            f"`bot {command}` cannot start: {'; '.join(parts)} (see the configuration "
+            "table in docs/operations.md)."
         )
 
     def _require_offline(self, command: str) -> None:

@@ -1,5 +1,5 @@
 """The HTTP turn API: the engine's sessions over HTTP, beside Slack, for other surfaces (a web
-client, another chat tool, a test harness) and for operators. See the README, "HTTP turn API".
+client, another chat tool, a test harness) and for operators. See docs/http-api.md.
 
 `routes` (HTTP) → `service` (engine calls) → `feed` / `sse` (the event log, then live);
 `auth` (bearer tokens → principals), `keys` (tenancy), `bodies` / `schemas` / `errors` (what

@@ -234,7 +234,7 @@ def description() -> dict[str, Any]:
         "info": {
             "title": "Durable agent turns",
             "version": "1",
-            "description": "The bot's turns over HTTP; see the README, 'HTTP turn API'.",
+            "description": "The bot's turns over HTTP; see docs/http-api.md in its repository.",
         },
         "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
         "security": [{"bearer": []}],

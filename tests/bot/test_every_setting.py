@@ -1,6 +1,7 @@
-"""A documented setting does what the documentation says: the README's configuration table,
-`.env.example` and the code name the same settings, and each one, set to a value other than
-its default, reaches what it configures (`tests.bot.setting_checks`, one check per setting).
+"""A documented setting does what the documentation says: the configuration table (in
+docs/operations.md, where the README links for it), `.env.example` and the code name the same
+settings, and each one, set to a value other than its default, reaches what it configures
+(`tests.bot.setting_checks`, one check per setting).
 
 Documented and ignored was the failure this guards against: `ANTHROPIC_MAX_CONTEXT_TOKENS` and
 `ANTHROPIC_LONG_CACHE` were read by the Anthropic adapter's own settings but never passed by the
@@ -29,9 +30,9 @@ def in_code() -> set[str]:
     return set().union(*setting_names().values())
 
 
-def in_readme() -> set[str]:
-    """The names in the first column of the README's "Configuration" table."""
-    text = (ROOT / "README.md").read_text()
+def in_docs() -> set[str]:
+    """The names in the first column of the "Configuration" table (docs/operations.md)."""
+    text = (ROOT / "docs" / "operations.md").read_text()
     section = text.split("\n## Configuration\n", 1)[1].split("\n## ", 1)[0]
     names: set[str] = set()
     for line in section.splitlines():
@@ -40,11 +41,11 @@ def in_readme() -> set[str]:
     return names
 
 
-def test_the_readme_and_env_example_name_exactly_the_settings_the_code_reads() -> None:
+def test_the_docs_and_env_example_name_exactly_the_settings_the_code_reads() -> None:
     code = in_code()
-    readme, example = in_readme(), set(env_example())
-    assert not code - readme, f"add to the README's configuration table: {sorted(code - readme)}"
-    assert not readme - code, f"the README documents what nothing reads: {sorted(readme - code)}"
+    readme, example = in_docs(), set(env_example())
+    assert not code - readme, f"add to docs/operations.md's settings table: {sorted(code - readme)}"
+    assert not readme - code, f"the docs name what nothing reads: {sorted(readme - code)}"
     assert not code - example, f"add to .env.example: {sorted(code - example)}"
     assert not example - code, f".env.example lists what nothing reads: {sorted(example - code)}"
 

@@ -1,7 +1,7 @@
-"""The `Procfile` deploys what the README's Deploy section says: migrations on release, web
-processes that only verify, queue and ack (`RUN_TURNS=false`), workers that run the turns, and
-a clock. A web process that also ran turns beside the workers would take turns off them and
-render from two places."""
+"""The `Procfile` deploys what the Deploy section (docs/operations.md) says: migrations on
+release, web processes that only verify, queue and ack (`RUN_TURNS=false`), workers that run the
+turns, and a clock. A web process that also ran turns beside the workers would take turns off
+them and render from two places."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def test_the_procfile_runs_web_without_turns_beside_its_workers(monkeypatch) -> 
     assert Settings().run_turns is True, "the default stays one complete process"
 
 
-def test_the_readme_describes_the_procfile_as_it_is() -> None:
-    readme = (ROOT / "README.md").read_text()
+def test_the_deploy_docs_describe_the_procfile_as_it_is() -> None:
+    readme = (ROOT / "docs" / "operations.md").read_text()
     for kind, words in _processes().items():
         assert f"`{kind}: {' '.join(words)}`" in readme, kind

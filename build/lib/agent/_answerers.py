@@ -1,0 +1,107 @@
+"""Who may answer a parked request or a proposed write: one user, or whoever a policy admits.
+
+The two kinds are checked in opposite ways (a user by the verified id alone, a policy only by a
+grant from the agent's hook), so they are two types, tagged by `kind`, and every check matches
+on them: a third kind cannot slip through a check written for two.
+
+The JSON is the one the engine always stored, `{"user": id}` or `{"policy": p, "scope": s}`,
+with no `kind` in it: event logs, checkpoints and confirmation rows written before these types
+existed decode unchanged, and the keys themselves tell the kinds apart. The JSON is also what
+`request_digest` hashes, and buttons already posted carry those digests, so a policy answerer
+given without a scope stays without one (`{"policy": p}` and `{"policy": p, "scope": null}`
+were two requests, with two digests, and still are).
+
+A leaf module (pydantic only), so events, records and turn inputs can all hold answerers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, TypeAlias
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    SerializerFunctionWrapHandler,
+    Tag,
+    TypeAdapter,
+    model_serializer,
+)
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class UserAnswerer(_Frozen):
+    """Only this person: the verified `by` of an answer must be `user` (inside the request's
+    own workspace, since a user id names one person only there)."""
+
+    kind: Literal["user"] = Field(default="user", exclude=True)
+    user: str = Field(min_length=1)
+
+
+class PolicyAnswerer(_Frozen):
+    """Whoever the agent's `authorize_answer` hook admits for `policy` (and `scope`); `by`
+    alone never answers it, a grant bound to the request's digest does."""
+
+    kind: Literal["policy"] = Field(default="policy", exclude=True)
+    policy: str
+    scope: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _as_stored(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A scope never given stays out of the JSON: it is part of the request's digest.
+        data: dict[str, Any] = handler(self)
+        if "scope" not in self.model_fields_set:
+            data.pop("scope", None)
+        return data
+
+
+def _kind(value: Any) -> str | None:
+    """The tag of a stored answerer (its keys) or of a typed one (its `kind`)."""
+    if isinstance(value, Mapping):
+        if "kind" in value:
+            return str(value["kind"])
+        if "user" in value:
+            return "user"
+        if "policy" in value:
+            return "policy"
+        return None
+    kind = getattr(value, "kind", None)
+    return kind if isinstance(kind, str) else None
+
+
+Answerer: TypeAlias = Annotated[
+    Annotated[UserAnswerer, Tag("user")] | Annotated[PolicyAnswerer, Tag("policy")],
+    Discriminator(_kind),
+]
+"""Who may answer; `None` where an `Answerer | None` is expected means no restriction."""
+
+AnswererInput: TypeAlias = UserAnswerer | PolicyAnswerer | Mapping[str, str | None]
+"""What a host may pass where answerers are declared: a typed answerer or the stored dict
+shape (`{"user": id}`, `{"policy": p, "scope": s}`), normalised into an `Answerer`."""
+
+_adapter: TypeAdapter[Answerer] = TypeAdapter(Answerer)
+
+
+def parse_answerer(value: AnswererInput) -> Answerer:
+    """A typed answerer from either shape; `pydantic.ValidationError` if it is neither."""
+    return _adapter.validate_python(value)
+
+
+def answerers_json(answerers: Answerer | None) -> dict[str, Any] | None:
+    """The stored shape (the JSON the digest and the rows hold)."""
+    return None if answerers is None else answerers.model_dump(mode="json")
+
+
+def answerers_to_json(answerers: Answerer | None) -> str | None:
+    """JSON text for a store's nullable column (None: SQL NULL, no restriction)."""
+    return None if answerers is None else _adapter.dump_json(answerers).decode()
+
+
+def answerers_from_json(raw: str | bytes | None) -> Answerer | None:
+    """The typed answerer of a stored column, as `answerers_to_json` (or older code) wrote it."""
+    return None if raw is None else _adapter.validate_json(raw)

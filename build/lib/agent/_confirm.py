@@ -1,0 +1,180 @@
+"""Answering a proposed write (`AgentSession.confirm`): which proposal an answer is for, who
+may give it, and what the answer queues.
+
+An answer is bound to its proposal as a park's is to its request: the host may name the turn
+that proposed it (`turn_id=`) and the digest of the proposal as it was shown (`digest=`,
+`confirmation_digest`), and an answer whose turn or digest is not the proposal's is refused
+(`ResumeConflictError`) with nothing written, so a button whose value names another turn, or
+carries a digest of something else, answers nothing. Given neither, the proposal id alone names
+it, as it always did (host code; buttons posted before buttons carried the digest): a
+proposal's row never changes once recorded, so its id names one fixed call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from agent._answering import ALREADY_ANSWERED, ANOTHER_WAITS, CHANGED, EXPIRED, refuse_expired
+from agent._approvals import clean_reason, confirmation_follow_up
+from agent._errors import ResumeConflictError
+from agent._events import ConfirmationResolved
+from agent._hitl import (
+    AuthorizeAnswer,
+    Grant,
+    Principal,
+    answering_user,
+    authorize,
+    check_workspace,
+    issue_grant,
+    request_digest,
+    workspace_of,
+)
+from agent._requests import ConfirmationRequest
+from agent._session_host import SessionHandle
+from agent.seams import ConfirmationRecord, ConfirmationStatus, SessionStore, StoreHandle
+
+NO_SUCH = "no such request is waiting in this conversation"
+
+
+def confirmation_digest(proposal: ConfirmationRecord | ConfirmationRequest) -> str:
+    """Binds an answer (and a grant) to the exact proposal: its call, prompt and answerers, and
+    for a `confirmation="capability"` tool the details the person is shown (so an approval of
+    $42 is never an approval of $4,200). A proposal without details keeps the digest it always
+    had. The same from the stored record as from the `confirmation.requested` event that
+    announced it, so a surface that shows the event can put the digest on its buttons."""
+    approved: Any = proposal.arguments
+    if proposal.details is not None:
+        approved = {"arguments": proposal.arguments, "details": proposal.details}
+    ident = proposal.confirmation_id if isinstance(proposal, ConfirmationRecord) else proposal.id
+    return request_digest(proposal.turn_id, ident, proposal.prompt, approved, proposal.answerers)
+
+
+async def pending_proposal(
+    store: SessionStore,
+    key: str,
+    confirmation_id: str,
+    *,
+    turn_id: str | None,
+    digest: str | None,
+    now: float,
+) -> ConfirmationRecord:
+    """The proposal named, if it still waits for an answer and is the one the answer names;
+    `ResumeConflictError` saying why not otherwise."""
+    record = await store.get_confirmation(key, confirmation_id)
+    if record is None:
+        raise ResumeConflictError(NO_SUCH)
+    if turn_id is not None and turn_id != record.turn_id:
+        raise ResumeConflictError(ANOTHER_WAITS)
+    if record.status != ConfirmationStatus.PENDING:
+        raise ResumeConflictError(_settled(record))
+    if digest is not None and digest != confirmation_digest(record):
+        raise ResumeConflictError(CHANGED)
+    refuse_expired(record.expires_at, now)
+    return record
+
+
+def _settled(record: ConfirmationRecord) -> str:
+    return EXPIRED if record.status == ConfirmationStatus.EXPIRED else ALREADY_ANSWERED
+
+
+async def proposal_workspace(store: SessionStore, record: ConfirmationRecord) -> dict[str, str]:
+    """The workspace of the turn that proposed the write (a reset expires what it archives)."""
+    proposing = await store.get_turn(record.session, record.turn_id)
+    return workspace_of(proposing.input if proposing is not None else None)
+
+
+async def grant_confirmation(
+    session: SessionHandle,
+    confirmation_id: str,
+    *,
+    by: str | None,
+    principal: Principal | None = None,
+    authorize_answer: AuthorizeAnswer | None = None,
+    turn_id: str | None = None,
+    digest: str | None = None,
+) -> Grant | None:
+    """`grant_answer` for a proposed write (`by`, `principal`, `turn_id` and `digest` checked
+    as `confirm` checks them, so the hook is never asked about an answer that would be
+    refused)."""
+    store = session.runtime.store
+    record = await pending_proposal(
+        store,
+        session.key,
+        confirmation_id,
+        turn_id=turn_id,
+        digest=digest,
+        now=session.runtime.clock(),
+    )
+    check_workspace(await proposal_workspace(store, record), principal)
+    by = answering_user(by, principal)
+    return await issue_grant(
+        record.answerers,
+        by=by,
+        principal=principal,
+        digest=confirmation_digest(record),
+        authorize_answer=authorize_answer or session.agent.authorize_answer,
+    )
+
+
+async def answer_confirmation(
+    session: SessionHandle,
+    confirmation_id: str,
+    accepted: bool,
+    *,
+    by: str | None,
+    principal: Principal | None,
+    granted: Grant | None,
+    reason: str | None,
+    alongside: Callable[[StoreHandle], None] | None,
+    turn_id: str | None,
+    digest: str | None,
+) -> str:
+    """The body of `AgentSession.confirm` (see there); returns the follow-up turn's id."""
+    runtime = session.runtime
+    store = runtime.store
+    record = await pending_proposal(
+        store, session.key, confirmation_id, turn_id=turn_id, digest=digest, now=runtime.clock()
+    )
+    workspace = await proposal_workspace(store, record)
+    check_workspace(workspace, principal)
+    by = answering_user(by, principal)
+    authorize(record.answerers, by=by, granted=granted, digest=confirmation_digest(record))
+    said = clean_reason(reason, runtime.redact)
+    status = ConfirmationStatus.ACCEPTED if accepted else ConfirmationStatus.DENIED
+    follow_up = f"confirm:{confirmation_id}"
+    turn_input = confirmation_follow_up(
+        record, status=status, by=by, reason=said, workspace=workspace
+    )
+    resolved = ConfirmationResolved(
+        session=session.key,
+        turn_id=follow_up,
+        confirmation_id=confirmation_id,
+        accepted=accepted,
+        by=by,
+        outcome="accepted" if accepted else "denied",
+        reason=said,
+    )
+    try:
+        _, events = await store.resolve_confirmation(
+            session.key,
+            confirmation_id,
+            accepted=accepted,
+            by=by,
+            follow_up_turn=follow_up,
+            follow_up=turn_input,
+            events=[resolved],
+            now=runtime.clock(),
+            reason=said,
+            alongside=alongside,
+        )
+    except ResumeConflictError:
+        # Another answer (or the expiry) won the race under the store's lock: say which.
+        now = await store.get_confirmation(session.key, confirmation_id)
+        if now is None or now.status == ConfirmationStatus.PENDING:
+            raise
+        raise ResumeConflictError(_settled(now)) from None
+    for event in events:
+        await runtime.hub.emit(event)
+    runtime.kick(session.key)
+    return follow_up

@@ -1,0 +1,91 @@
+"""What a person is asked: a parked turn's input request, a proposed write's confirmation.
+
+Both used to be plain dicts, and are still stored as exactly those dicts (in the event log, the
+session's suspend checkpoint, the turn's result), so these models parse what any version wrote
+and dump the same JSON back. They are read where the engine reads the store; past that point
+the engine, the bot and a host see typed fields. Like pydantic-ai's deferred tool requests, each
+is keyed by the tool call that made it, so a surface can tie the question to the call it shows.
+
+A leaf module, so events and records can hold them.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent._answerers import Answerer
+from agent._messages import JsonValue
+
+
+def _unless_none(value: object) -> bool:
+    return value is None
+
+
+class InputRequest(BaseModel):
+    """A turn parked on `ctx.request_input`: what to ask, who may answer, and what binds an
+    answer to it (`digest`, over turn, id, prompt, schema and answerers).
+
+    `json_schema` is `schema` in the JSON and in the constructor (`InputRequest(schema=...)`):
+    the stored key, which as an attribute would shadow pydantic's own `BaseModel.schema`."""
+
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+    )
+
+    id: str
+    """The input id, unique within the turn: the answer is stored under `input:<turn>:<id>`."""
+    prompt: str
+    json_schema: dict[str, JsonValue] | None = Field(default=None, alias="schema")
+    """The JSON schema an answer must fit; None takes any JSON."""
+    answerers: Answerer | None = None
+    """None: no restriction (a turn host code started, which the host answers itself)."""
+    turn_id: str
+    call_id: str
+    tool: str
+    digest: str
+    expires_at: float | None = Field(default=None, exclude_if=_unless_none)
+    """When the request expires if nobody answers (its durable timer), None: never. Not part
+    of the digest, and left out of the JSON when None, so requests stored before it read and
+    write the same."""
+
+    def to_json(self) -> dict[str, JsonValue]:
+        """The stored shape (the dict the checkpoint, the event and the turn result hold)."""
+        return self.model_dump(mode="json")
+
+
+class ConfirmationRequest(BaseModel):
+    """A proposed write waiting for a person, as `confirmation.requested` announces it.
+
+    `details` is set only for a `confirmation="capability"` tool (what it showed with its own
+    prompt). The event is emitted as the proposal is recorded, so its `status` is always
+    `pending`; the answer comes as `confirmation.resolved`, and `session.confirmations()` has
+    the record's current status."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    """The confirmation id `session.confirm` takes (`<turn id>:<call id>`)."""
+    turn_id: str
+    call_id: str
+    tool: str
+    arguments: dict[str, JsonValue]
+    prompt: str
+    answerers: Answerer | None = None
+    details: dict[str, JsonValue] | None = None
+    status: Literal["pending"] = "pending"
+    expires_at: float | None = Field(default=None, exclude_if=_unless_none)
+    """When the proposal expires if nobody answers; None: never (left out of the JSON)."""
+
+
+def parked_request(checkpoint: JsonValue) -> InputRequest | None:
+    """The request in a suspended session's checkpoint (`SessionRecord.pending`), or None when
+    the checkpoint holds none; the checkpoint's other keys are the engine's to replay with."""
+    if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("request"), dict):
+        return None
+    return InputRequest.model_validate(checkpoint["request"])

@@ -1,0 +1,53 @@
+"""Control-flow signals. They derive from `BaseException` on purpose: a tool's broad
+`except Exception` must not swallow a park or a cancellation, or the turn would run on as if the
+person had answered or the cancel had never been asked for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from agent._requests import InputRequest
+
+
+class TurnSignal(BaseException):
+    """Root of the engine's own control flow."""
+
+
+class ParkTurn(TurnSignal):
+    """A tool asked a person; the turn stops here and waits, holding nothing in memory."""
+
+    def __init__(self, request: InputRequest, *, expires_after: float | None = None) -> None:
+        super().__init__(request.id)
+        self.request = request
+        self.expires_after = expires_after
+        """Seconds the request may wait for an answer; None: forever."""
+
+
+class CancelTurn(TurnSignal):
+    """The turn was cancelled; raised at a checkpoint boundary."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class CancellationSignal:
+    """What a remote tool watches to stop early; `cancelled` is cheap to poll, `wait()` to await."""
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+        self.reason: str | None = None
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def cancel(self, reason: str) -> None:
+        if not self._event.is_set():
+            self.reason = reason
+            self._event.set()
+
+    async def wait(self) -> str:
+        await self._event.wait()
+        return self.reason or ""

@@ -1,0 +1,220 @@
+"""Tools: a function, a JSON schema derived from its type hints, and the delivery guarantee its
+declaration implies.
+
+A `def` tool is *local*: it runs inside the step's transaction, so its writes through
+`ctx.store.unwrap()` commit or roll back with the step (exactly once). An `async def` tool is
+*remote*: it cannot join the transaction, so it is at-least-once and may park or run durable
+effects. Classifying by declaration, not by behaviour, is what makes the guarantee checkable.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, get_type_hints, overload
+
+from pydantic import BaseModel, ConfigDict, create_model
+
+from agent._answerers import Answerer, AnswererInput
+from agent._approvals import check_expiry
+from agent._errors import AssemblyError, ToolError
+from agent._hitl import answerers_of
+from agent._tool_values import (
+    MAX_ERROR_CHARS,
+    SHAPES_ONLY,
+    Confirmation,
+    Effect,
+    database_error_detail,
+    describe_error,
+    to_json_value,
+)
+from agent.seams import ToolSpec
+
+if TYPE_CHECKING:
+    from agent._tool_context import ToolContext
+
+__all__ = [
+    "MAX_ERROR_CHARS",
+    "SHAPES_ONLY",
+    "Confirmation",
+    "Effect",
+    "Tool",
+    "database_error_detail",
+    "describe_error",
+    "make_tool",
+    "to_json_value",
+    "tool",
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tool:
+    name: str
+    description: str
+    fn: Callable[..., Any]
+    input_model: type[BaseModel]
+    is_async: bool
+    context_param: str | None
+    effect: Effect = "read"
+    confirmation: Confirmation = "none"
+    answerers: Answerer | None = None
+    """Who may confirm the call (`confirmation="required"`) or what the tool asks about
+    (`"capability"`); default: the attested speaker."""
+    input_schema: dict[str, Any] = field(default_factory=dict)
+    expires_after: float | None = None
+    """Seconds what the tool asks (its confirmation, its `request_input`) waits for an answer
+    before it expires; None: the agent's `approval_expires_after`."""
+
+    @property
+    def may_ask(self) -> bool:
+        """Whether a call may leave the turn waiting for a person: a write awaiting
+        confirmation, or any async tool, since any async tool can `ctx.request_input`."""
+        return self.is_async or self.confirmation != "none"
+
+    @property
+    def local(self) -> bool:
+        return not self.is_async
+
+    @property
+    def spec(self) -> ToolSpec:
+        return ToolSpec(
+            name=self.name, description=self.description, input_schema=self.input_schema
+        )
+
+    def parse_input(self, raw: dict[str, Any]) -> dict[str, Any]:
+        """Validate the model's arguments; `ValidationError` becomes a tool error it can read."""
+        parsed = self.input_model.model_validate(raw)
+        return {name: getattr(parsed, name) for name in type(parsed).model_fields}
+
+    def call(self, arguments: dict[str, Any], ctx: ToolContext) -> Any:
+        """Invoke the function; for an `async def` tool this returns the coroutine to await."""
+        if self.context_param is not None:
+            return self.fn(**arguments, **{self.context_param: ctx})
+        return self.fn(**arguments)
+
+
+def _context_param(fn: Callable[..., Any], hints: dict[str, Any]) -> str | None:
+    for name, hint in hints.items():
+        if name == "return":
+            continue
+        if getattr(hint, "__name__", None) == "ToolContext" or name == "ctx":
+            return name
+    return None
+
+
+def _schema_model(fn: Callable[..., Any], name: str) -> tuple[type[BaseModel], str | None]:
+    from agent._tool_context import ToolContext
+
+    hints = get_type_hints(fn, localns={"ToolContext": ToolContext})
+    ctx_name = _context_param(fn, hints)
+    fields: dict[str, Any] = {}
+    for param in inspect.signature(fn).parameters.values():
+        if param.name == ctx_name:
+            continue
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise TypeError(f"tool {name!r}: *args/**kwargs cannot be described to a model")
+        hint = hints.get(param.name, Any)
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[param.name] = (hint, default)
+    model = create_model(f"{name}_input", __config__=ConfigDict(extra="forbid"), **fields)
+    return model, ctx_name
+
+
+def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    schema = dict(schema)
+    schema.pop("title", None)
+    props = schema.get("properties")
+    if isinstance(props, dict):
+        schema["properties"] = {
+            k: {kk: vv for kk, vv in v.items() if kk != "title"} if isinstance(v, dict) else v
+            for k, v in props.items()
+        }
+    schema.setdefault("properties", {})
+    return schema
+
+
+def make_tool(
+    fn: Callable[..., Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    effect: Effect = "read",
+    confirmation: Confirmation = "none",
+    answerers: AnswererInput | None = None,
+    expires_after: float | None = None,
+) -> Tool:
+    tool_name = name or fn.__name__
+    try:
+        chosen = answerers_of(answerers)
+    except ToolError as err:
+        # Found when the tool is declared, not each time the model proposes a call of it.
+        raise AssemblyError(f"tool {tool_name!r}: {err}") from None
+    try:
+        lifetime = check_expiry(expires_after, what=f"tool {tool_name!r}")
+    except ValueError as err:
+        raise AssemblyError(str(err)) from None
+    model, ctx_param = _schema_model(fn, tool_name)
+    doc = inspect.getdoc(fn) or ""
+    return Tool(
+        name=tool_name,
+        description=description or doc.split("\n\n")[0].strip() or tool_name,
+        fn=fn,
+        input_model=model,
+        is_async=inspect.iscoroutinefunction(fn),
+        context_param=ctx_param,
+        effect=effect,
+        confirmation=confirmation,
+        answerers=chosen,
+        input_schema=_clean_schema(model.model_json_schema()),
+        expires_after=lifetime if expires_after is None or lifetime is not None else math.inf,
+    )
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> Tool: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    effect: Effect = "read",
+    confirmation: Confirmation = "none",
+    answerers: AnswererInput | None = None,
+    expires_after: float | None = None,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    effect: Effect = "read",
+    confirmation: Confirmation = "none",
+    answerers: AnswererInput | None = None,
+    expires_after: float | None = None,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Declare a tool. `def` → local (exactly-once through the store), `async def` → remote.
+
+    `answerers` (a `UserAnswerer` / `PolicyAnswerer`, or the same as a dict: `{"user": id}`,
+    `{"policy": p, "scope": s}`) is normalised here; a malformed one is an `AssemblyError`.
+    `expires_after` (seconds; `math.inf` for never) bounds how long what the tool asks waits
+    for an answer: its confirmation, and its `ctx.request_input` calls that name no limit."""
+
+    def wrap(f: Callable[..., Any]) -> Tool:
+        return make_tool(
+            f,
+            name=name,
+            description=description,
+            effect=effect,
+            confirmation=confirmation,
+            answerers=answerers,
+            expires_after=expires_after,
+        )
+
+    return wrap(fn) if fn is not None else wrap

@@ -1,0 +1,26 @@
+"""What a turn runs against, in a module of its own so that the turn loop and the parts it hands
+work to (tool steps, effects) can all name it without importing one another."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from agent._agent_def import Agent
+from agent._tool_values import SHAPES_ONLY
+from agent.seams import EventSink, Lease, Model, SessionStore
+
+
+@dataclass(kw_only=True)
+class TurnEnv:
+    """Built by the runtime for each lease it holds."""
+
+    agent: Agent
+    store: SessionStore
+    model: Model
+    sink: EventSink
+    lease: Lease
+    ttl: float
+    clock: Callable[[], float]
+    redact: Callable[[str], str] = SHAPES_ONLY
+    """Scrubs secrets from every error text before it is stored, emitted or shown to the model."""

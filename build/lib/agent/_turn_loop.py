@@ -1,0 +1,472 @@
+"""One turn, driven step by step off the transcript.
+
+Each step commits atomically with its message and events; the loop's position is re-derived from
+the transcript every time round, so the same code path serves a fresh turn, a replay after a crash,
+a turn resumed after a person answered, and a turn picked up by another worker. Nothing here
+persists a live token. Cancellation is checked only at checkpoint boundaries.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import replace
+
+from agent._errors import ModelError
+from agent._events import (
+    MAX_PROGRESS,
+    ActionRequested,
+    InputRequested,
+    MessageCompleted,
+    MessageDelta,
+    ProgressUpdated,
+    TurnCancelled,
+    TurnCompleted,
+    TurnEvent,
+    TurnFailed,
+    TurnStarted,
+)
+from agent._hitl import workspace_of
+from agent._messages import (
+    AssistantMessage,
+    JsonValue,
+    Message,
+    ToolCall,
+    ToolMessage,
+    TranscriptView,
+    TriggerMessage,
+    UserMessage,
+)
+from agent._model_stream import model_stream
+from agent._policy import TurnPolicy
+from agent._reply_checks import refused
+from agent._requests import InputRequest
+from agent._signals import CancellationSignal, CancelTurn, ParkTurn
+from agent._stops import PAUSE_TURN, continued_text, declined_line, kept_content
+from agent._tool_steps import ToolStepRunner, TurnFailure
+from agent._tool_values import describe_error
+from agent._turn_env import TurnEnv
+from agent._turn_outcome import empty_reply_note, said_so_far, turn_usage
+from agent._turn_result import TurnResult
+from agent.seams import (
+    ApprovalTimer,
+    ModelReply,
+    ModelRequest,
+    SessionStatus,
+    StepCommit,
+    StreamRestart,
+    TextDelta,
+    ThinkingDelta,
+    TimerKind,
+    TurnRecord,
+    TurnStatus,
+)
+
+__all__ = ["TurnEnv", "TurnRunner", "model_stream"]
+
+log = logging.getLogger(__name__)
+
+
+class TurnRunner:
+    def __init__(
+        self, env: TurnEnv, turn: TurnRecord, transcript: list[Message], base: int = 0
+    ) -> None:
+        self.env = env
+        self.turn = turn
+        self.session = turn.session
+        self.turn_id = turn.turn_id
+        self.transcript = transcript
+        """The recent end of the session's transcript (from a turn's opening): what the model
+        sees. Message indexes and the step ids keyed by them are absolute: `base` + position."""
+        self.base = base
+        self.cancellation = CancellationSignal()
+        if turn.cancel_reason:
+            self.cancellation.cancel(turn.cancel_reason)
+        self.steps: dict[str, JsonValue] = {}
+        self.policy = env.agent.policy_for(turn.input.source)
+
+    async def run(self) -> TurnResult:
+        """Run (or replay) the turn until it ends or parks; raises only store trouble."""
+        if self._may_have_steps():
+            self.steps = await self.env.store.load_steps(self.session, self.turn_id)
+        saved = self._saved_policy()
+        if saved is not None:
+            self.policy = saved
+        tools = ToolStepRunner(self)
+        try:
+            self.checkpoint()
+            if not self._has_opening():
+                await self._commit_opening()
+            await tools.plan_confirmed_call()
+            while True:
+                position = self._position()
+                if position is None:
+                    self.checkpoint()
+                    finished = await self._model_step()
+                    if finished is not None:
+                        return finished
+                    continue
+                anchor, outstanding = position
+                for call in outstanding:
+                    self.checkpoint()
+                    await tools.run(anchor, call)
+        except CancelTurn as cancel:
+            return await self._cancel(cancel.reason)
+        except ParkTurn as park:
+            return await self._park(park.request, park.expires_after)
+        except TurnFailure as failed:
+            return await self._fail(failed.message)
+
+    def _may_have_steps(self) -> bool:
+        """A step is written only after the turn's opening commit (a step's own commit, or the
+        answer to a park the turn made), and an unfinished turn's messages end the transcript,
+        its opening included. So a turn neither opened here nor stamped with the fingerprint
+        its opening records has no steps to read: one read fewer for every new turn."""
+        return self._has_opening() or self.turn.fingerprint is not None
+
+    @property
+    def next_index(self) -> int:
+        """The index the session's next message gets."""
+        return self.base + len(self.transcript)
+
+    def checkpoint(self) -> None:
+        """A boundary where a requested cancellation takes effect."""
+        if self.cancellation.cancelled:
+            raise CancelTurn(self.cancellation.reason or "cancelled")
+
+    # position -----------------------------------------------------------------------------
+
+    def _has_opening(self) -> bool:
+        for message in reversed(self.transcript):
+            if message.turn_id != self.turn_id:
+                return False
+            if isinstance(message, UserMessage | TriggerMessage):
+                return True
+        return False
+
+    def turn_messages(self) -> list[Message]:
+        tail: list[Message] = []
+        for message in reversed(self.transcript):
+            if message.turn_id != self.turn_id:
+                break
+            tail.append(message)
+        return tail[::-1]
+
+    def _position(self) -> tuple[int, list[ToolCall]] | None:
+        """None → the model is owed a step; else the assistant index and its unanswered calls."""
+        answered: set[str] = set()
+        for position in range(len(self.transcript) - 1, -1, -1):
+            message = self.transcript[position]
+            index = self.base + position
+            if isinstance(message, ToolMessage):
+                answered.add(message.call_id)
+                continue
+            if isinstance(message, AssistantMessage) and message.turn_id == self.turn_id:
+                outstanding = [c for c in message.tool_calls if c.id not in answered]
+                return (index, outstanding) if outstanding else None
+            return None
+        return None
+
+    def _saved_policy(self) -> TurnPolicy | None:
+        for step_id, value in self.steps.items():
+            if step_id.startswith("park:") and isinstance(value, dict) and value.get("policy"):
+                return TurnPolicy.from_json(value["policy"])
+        return None
+
+    def parked_call_ids(self) -> set[str]:
+        return {
+            str(value.get("call_id"))
+            for step_id, value in self.steps.items()
+            if step_id.startswith("park:") and isinstance(value, dict)
+        }
+
+    # commits ------------------------------------------------------------------------------
+
+    async def commit(self, commit: StepCommit) -> None:
+        env = self.env
+        events = await env.store.commit(env.lease, commit, env.ttl, env.clock())
+        self.applied(commit)
+        await self.publish(events)
+
+    def applied(self, commit: StepCommit) -> None:
+        for index, message in commit.messages:
+            assert index == self.next_index, "transcript out of step with the store"
+            self.transcript.append(message)
+        if commit.step_id is not None:
+            self.steps[commit.step_id] = commit.step_value
+
+    async def publish(self, events: Sequence[TurnEvent]) -> None:
+        for event in events:
+            await self.env.sink.emit(event)
+
+    async def _commit_opening(self) -> None:
+        data = self.turn.input
+        opening: Message
+        if data.trigger is not None:
+            opening = TriggerMessage(
+                turn_id=self.turn_id, text=data.text, by=data.trigger.by, kind=data.trigger.kind
+            )
+        else:
+            speaker = data.inbound.user.id if data.inbound and data.inbound.user else None
+            opening = UserMessage(turn_id=self.turn_id, text=data.text, by=speaker)
+        started = TurnStarted(
+            session=self.session, turn_id=self.turn_id, text=data.text, source=data.source
+        )
+        await self.commit(
+            StepCommit(
+                turn_id=self.turn_id,
+                messages=[(self.next_index, opening)],
+                events=[started],
+                turn_status=TurnStatus.RUNNING,
+                session_status=SessionStatus.RUNNING,
+                turn_fingerprint=self.env.agent.fingerprint,
+            )
+        )
+
+    async def _end(
+        self,
+        result: TurnResult,
+        event: TurnEvent,
+        *,
+        messages: Sequence[tuple[int, Message]] = (),
+    ) -> TurnResult:
+        await self.commit(
+            StepCommit(
+                turn_id=self.turn_id,
+                events=[event],
+                turn_status=result.status,
+                turn_result=result.to_json(),
+                session_status=SessionStatus.IDLE,
+                messages=messages,
+            )
+        )
+        return result
+
+    async def fail(self, message: str) -> TurnResult:
+        """End the turn as failed (what the runtime does with a step that cannot be saved)."""
+        return await self._fail(message)
+
+    async def _fail(self, message: str) -> TurnResult:
+        message = self.env.redact(message)  # every failure passes here: the one place to scrub
+        result = self._unfinished(TurnStatus.FAILED, error=message)
+        event = TurnFailed(session=self.session, turn_id=self.turn_id, error=message)
+        return await self._end(result, event)
+
+    async def _cancel(self, reason: str) -> TurnResult:
+        """Calls of the batch that never ran get `{"cancelled": true}`, so the transcript stays
+        valid for the next model call; what committed stays committed."""
+        messages: list[tuple[int, Message]] = []
+        position = self._position() if self._has_opening() else None
+        if position is not None:
+            for call in position[1]:
+                messages.append(
+                    (
+                        self.next_index + len(messages),
+                        ToolMessage(
+                            turn_id=self.turn_id,
+                            call_id=call.id,
+                            name=call.name,
+                            result={"cancelled": True},
+                        ),
+                    )
+                )
+        # The durable request says who asked and why; a signal that got here first carries
+        # only a reason (a stop by a person is read back, so its `by` can be shown).
+        asked = await self.env.store.get_turn(self.session, self.turn_id)
+        by = None
+        if asked is not None and asked.cancel_reason:
+            reason, by = asked.cancel_reason, asked.cancelled_by
+        result = self._unfinished(TurnStatus.CANCELLED, reason=reason)
+        event = TurnCancelled(session=self.session, turn_id=self.turn_id, reason=reason, by=by)
+        return await self._end(result, event, messages=messages)
+
+    def _unfinished(
+        self,
+        status: TurnStatus,
+        *,
+        error: str | None = None,
+        reason: str | None = None,
+        request: InputRequest | None = None,
+    ) -> TurnResult:
+        """The result of a turn that ends (or parks) without a last reply: what the model said
+        in it so far, and the tokens its model steps used (`agent._turn_outcome`)."""
+        said = self.turn_messages()
+        return TurnResult(
+            turn_id=self.turn_id,
+            status=status,
+            text=said_so_far(said),
+            error=error,
+            reason=reason,
+            request=request,
+            usage=turn_usage(said),
+        )
+
+    async def _park(self, request: InputRequest, expires_after: float | None) -> TurnResult:
+        """One suspended checkpoint: the request, the call, the opening, the policy and the
+        inbound event (its raw payload left out); nothing stays in memory. A request with a time
+        limit commits its expiry timer in the same transaction, so no restart can lose it."""
+        inbound = self.turn.input.inbound
+        now = self.env.clock()
+        timers = []
+        if expires_after is not None:
+            request = request.model_copy(update={"expires_at": now + expires_after})
+            timers.append(
+                ApprovalTimer(
+                    session=self.session,
+                    kind=TimerKind.INPUT,
+                    turn_id=self.turn_id,
+                    request_id=request.id,
+                    due_at=now + expires_after,
+                    expires_after=expires_after,
+                    created_at=now,
+                )
+            )
+        checkpoint = {
+            "turn_id": self.turn_id,
+            "request": request.to_json(),
+            "call_id": request.call_id,
+            "opening_text": self.turn.input.text,
+            "policy": self.policy.to_json(),
+            "inbound": inbound.model_dump(mode="json") if inbound else None,
+            "workspace": workspace_of(self.turn.input),
+            "parked_at": now,
+        }
+        result = self._unfinished(TurnStatus.SUSPENDED, request=request)
+        await self.commit(
+            StepCommit(
+                turn_id=self.turn_id,
+                step_id=f"park:{self.turn_id}:{request.id}",
+                step_value=checkpoint,
+                events=[
+                    InputRequested(session=self.session, turn_id=self.turn_id, request=request)
+                ],
+                turn_status=TurnStatus.SUSPENDED,
+                turn_result=result.to_json(),
+                session_status=SessionStatus.SUSPENDED,
+                set_pending=True,
+                pending=checkpoint,
+                timers=timers,
+            )
+        )
+        return result
+
+    # model step ---------------------------------------------------------------------------
+
+    def _request(self) -> ModelRequest:
+        agent = self.env.agent
+        specs = []
+        may_wait = False
+        for name in self.policy.tools:
+            found = agent.tool_named(name)
+            if found is not None:
+                specs.append(found.spec)
+                may_wait = may_wait or found.may_ask
+        return ModelRequest(
+            system=self.policy.system,
+            messages=TranscriptView(self.transcript),
+            tools=tuple(specs),
+            settings=agent.model,
+            may_wait=may_wait,
+        )
+
+    async def _stream_reply(self) -> ModelReply:
+        """Deltas and progress go out live only; progress is never part of the step's text."""
+        reply: ModelReply | None = None
+        progress = ""
+        try:
+            async with model_stream(self.env.model, self._request()) as stream:
+                async for event in stream:
+                    if isinstance(event, TextDelta):
+                        await self.env.sink.emit(
+                            MessageDelta(
+                                session=self.session, turn_id=self.turn_id, text=event.text
+                            )
+                        )
+                        self.checkpoint()
+                    elif isinstance(event, ThinkingDelta):
+                        progress = (progress + event.text)[-MAX_PROGRESS:]
+                        await self.env.sink.emit(
+                            ProgressUpdated(
+                                session=self.session,
+                                turn_id=self.turn_id,
+                                index=self.next_index,
+                                text=progress,
+                            )
+                        )
+                        self.checkpoint()
+                    elif isinstance(event, StreamRestart):
+                        progress = ""
+                        await self.env.sink.emit(
+                            MessageDelta(
+                                session=self.session, turn_id=self.turn_id, text="", restart=True
+                            )
+                        )
+                    else:
+                        reply = event
+        except ModelError as exc:
+            raise TurnFailure(describe_error(exc, redact=self.env.redact)) from None
+        except CancelTurn:
+            raise
+        except Exception as exc:
+            log.exception("model adapter raised an unmapped error")
+            error = ModelError(str(exc) or type(exc).__name__)
+            raise TurnFailure(describe_error(error, redact=self.env.redact)) from None
+        if reply is None:
+            raise TurnFailure("ModelError: the model stream ended without a reply")
+        return reply
+
+    async def _model_step(self) -> TurnResult | None:
+        """Commit one model step; returns the result when the reply ends the turn (a paused
+        reply does not: `agent._stops`)."""
+        index = self.next_index
+        reply = await self._stream_reply()
+        message = AssistantMessage(
+            turn_id=self.turn_id,
+            content=kept_content(reply),
+            stop_reason=reply.stop_reason,
+            usage=reply.usage,
+            model=reply.model,
+        )
+        said = self.turn_messages()
+        refusal = refused(reply.stop_reason, message, said)
+        if refusal is not None:
+            raise TurnFailure(describe_error(refusal, redact=self.env.redact))
+        events: list[TurnEvent] = [
+            MessageCompleted(
+                session=self.session, turn_id=self.turn_id, index=index, text=message.text
+            )
+        ]
+        events += [
+            ActionRequested(session=self.session, turn_id=self.turn_id, call=call)
+            for call in message.tool_calls
+        ]
+        step = StepCommit(
+            turn_id=self.turn_id,
+            step_id=f"model:{index}",
+            step_value={"stop_reason": reply.stop_reason},
+            messages=[(index, message)],
+            events=events,
+        )
+        if message.tool_calls or reply.stop_reason == PAUSE_TURN:  # the turn goes on
+            await self.commit(step)
+            return None
+        usage = turn_usage(said, reply.usage)
+        text = continued_text(said, message)
+        declined = declined_line(reply)
+        note = declined or (None if text.strip() else empty_reply_note(said, self.turn.input))
+        result = TurnResult(
+            turn_id=self.turn_id, status=TurnStatus.COMPLETED, text=text, usage=usage, note=note
+        )
+        completed = TurnCompleted(
+            session=self.session, turn_id=self.turn_id, text=text, usage=usage, declined=declined
+        )
+        await self.commit(
+            replace(
+                step,
+                events=[*events, completed],
+                turn_status=TurnStatus.COMPLETED,
+                turn_result=result.to_json(),
+                session_status=SessionStatus.IDLE,
+            )
+        )
+        return result

@@ -1,0 +1,60 @@
+"""How a turn ended, as the session API reports it and as the turns table stores it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent._messages import Usage
+from agent._records import TurnRecord, TurnStatus
+from agent._requests import InputRequest
+
+
+@dataclass(frozen=True, kw_only=True)
+class TurnResult:
+    turn_id: str
+    status: TurnStatus
+    text: str = ""
+    error: str | None = None
+    reason: str | None = None
+    request: InputRequest | None = None
+    """What a suspended turn waits for (what `resume` answers)."""
+    usage: Usage = field(default_factory=Usage)
+    replayed: bool = False
+    note: str | None = None
+    """Set when a completed turn's last reply is empty: what the turn did instead (its tool
+    calls and their outcomes), or that the agent had nothing to add (`agent._turn_outcome`).
+    Set too when the model refused: that it declined, and why if the API said (`agent._stops`);
+    `text` is then what it said before it was stopped."""
+
+    def to_json(self) -> dict[str, Any]:
+        stored: dict[str, Any] = {
+            "status": self.status.value,
+            "text": self.text,
+            "error": self.error,
+            "reason": self.reason,
+            "request": self.request.to_json() if self.request is not None else None,
+            "usage": self.usage.model_dump(),
+        }
+        if self.note is not None:  # only then: every other result is stored as it always was
+            stored["note"] = self.note
+        return stored
+
+    @classmethod
+    def from_record(cls, record: TurnRecord, *, replayed: bool = False) -> TurnResult:
+        data: dict[str, Any] = record.result if isinstance(record.result, dict) else {}
+        return cls(
+            turn_id=record.turn_id,
+            status=record.status,
+            text=data.get("text") or "",
+            error=data.get("error"),
+            reason=data.get("reason") or record.cancel_reason,
+            request=_request(data.get("request")),
+            usage=Usage.model_validate(data.get("usage") or {}),
+            replayed=replayed,
+            note=data.get("note"),
+        )
+
+
+def _request(stored: Any) -> InputRequest | None:
+    return InputRequest.model_validate(stored) if isinstance(stored, dict) else None

@@ -1,0 +1,517 @@
+"""The running bot: engine, delivery, renderers and Bolt, wired once and served over HTTP.
+
+`/slack/events` checks the request before Bolt sees it, so that no input is a 5xx (Slack retries a
+5xx, so bad input would fail again and again) and none is stored:
+- a missing, malformed or stale timestamp or signature is a 401, decided before the body is read;
+- a body that is not UTF-8, or (signed) not a JSON object, is a 400;
+- a signed payload of a shape Slack never sends (`bot.payload_shape`) is a 200 that does nothing.
+Bolt's "no listener" 404 never reaches Slack either, which would only make it send the request
+again. No answer repeats what the request held.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from slack_bolt.adapter.starlette.async_handler import (
+    to_async_bolt_request,
+    to_starlette_response,
+)
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
+from slack_sdk.signature import SignatureVerifier
+from slack_sdk.web.async_client import AsyncWebClient
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+if TYPE_CHECKING:
+    from storage.redis.dispatch import RedisDispatcher
+    from storage.redis.events import RedisEventRelay
+
+from agent import Agent, Model, Runtime, SessionStore, TurnEvent
+from bot import unavailable
+from bot.agent_entry import AgentEntry
+from bot.answers import AnswerHandler
+from bot.api import ApiService, ApiSettings, api_routes, parse_tokens
+from bot.api.errors import routing_error
+from bot.asgi_server import ON_SHUTDOWN, on_stop_signal
+from bot.deny_reason import ModalSeal
+from bot.feedback import FeedbackHandler
+from bot.heap import freeze_startup_heap
+from bot.home import HomeTab
+from bot.listeners import ACKS_IN_FLIGHT, Listeners
+from bot.models import build_model as build_model  # `bot.app.build_model`, as before
+from bot.models import model_for
+from bot.oauth import INSTALL_PATH, REDIRECT_PATH, Uninstalls, authorize, install_flow, open_stores
+from bot.payload_shape import problem as payload_problem
+from bot.rendering import RenderSettings
+from bot.rendering.pool import RendererPool
+from bot.request_checks import (
+    bolt_request_of,
+    headers_well_formed,
+    malformed,
+    parse_payload,
+    refused,
+    utf8,
+)
+from bot.resets import Resets
+from bot.settings import Settings
+from bot.slack_calls import make_client, make_render_client
+from bot.slack_clients import InstalledClients, SingleToken, SlackClients
+from bot.stops import Stops
+from storage import SqlStore
+from storage.delivery.store import DeliveryStore
+from storage.installations import InstallationStores
+
+log = logging.getLogger(__name__)
+
+
+class _ClientGivenNotice(logging.Filter):
+    """Drops Bolt's start-up warning that the token will be unused beside the given client.
+
+    Bolt reads `SLACK_BOT_TOKEN` from the environment whatever it is passed, and warns when a
+    client comes too; the client it is given is made from that same setting, so the warning
+    is noise at every start (`bot serve`, `bot socket`, workers)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != warning_client_prioritized_and_token_skipped()
+
+
+_BOLT_LOG = logging.getLogger("slack_bolt")
+_BOLT_LOG.addFilter(_ClientGivenNotice())
+
+PARSE_ON_LOOP_BYTES = 64 * 1024
+"""Request bodies up to this size are parsed on the event loop; larger ones on a thread."""
+
+
+class SlackBot:
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        agent: Agent,
+        runtime: Runtime,
+        delivery: DeliveryStore,
+        client: AsyncWebClient,
+        render_settings: RenderSettings | None = None,
+        clock: Callable[[], float] = time.time,
+        owner: str | None = None,
+        sweep_interval: float = 2.0,
+        render_client: AsyncWebClient | None = None,
+        clients: SlackClients | None = None,
+        render_clients: SlackClients | None = None,
+        installations: InstallationStores | None = None,
+    ) -> None:
+        """`render_client`: the renderers' own client (`make_render_client`), else `client`.
+        `clients`, `render_clients`: each workspace's, for work outside a Bolt listener (one
+        token: `client` and `render_client` for every workspace). `installations`: installs
+        in many workspaces (`bot.oauth`); `client` is then Bolt's base client, with no token."""
+        self.settings = settings
+        self.agent = agent
+        self.runtime = runtime
+        self.delivery = delivery
+        self.client = client
+        self.installations = installations
+        self.clients: SlackClients = clients or SingleToken(client)
+        self.render_clients: SlackClients = render_clients or SingleToken(render_client or client)
+        self.owner = owner or f"bot-{uuid.uuid4().hex[:10]}"
+        signing = settings.slack_signing_secret
+        self.verifier = (
+            SignatureVerifier(signing.get_secret_value())
+            if signing and signing.get_secret_value()
+            else None
+        )
+        """None without a signing secret (`bot socket` needs none, and slack_sdk refuses an empty
+        one): `/slack/events` then takes no request, as none can be verified."""
+        self.home: HomeTab | None = HomeTab(inbox=runtime, delivery=delivery, clients=self.clients)
+        self.renderers = RendererPool(
+            runtime=runtime,
+            delivery=delivery,
+            clients=self.render_clients,
+            settings=render_settings
+            or RenderSettings(
+                stream_max_age=settings.stream_max_age,
+                flush_interval=settings.flush_interval,
+                flush_chars=settings.flush_chars,
+            ),
+            owner=self.owner,
+            clock=clock,
+            sweep_interval=sweep_interval,
+            enabled=runtime.run_turns,
+            home=self.home,
+        )
+        self.answers = AnswerHandler(
+            runtime=runtime,
+            agent=agent,
+            delivery=delivery,
+            clients=self.clients,
+            kick=self.renderers.kick,
+            inbox=runtime,
+            home=self.home,
+            seal=_modal_seal(settings),
+        )
+        self.listeners = Listeners(
+            runtime=runtime,
+            agent=agent,
+            delivery=delivery,
+            renderers=self.renderers,
+            answers=self.answers,
+            resets=Resets(runtime=runtime, agent=agent, delivery=delivery, clients=self.clients),
+            entry=AgentEntry(
+                agent=agent, delivery=delivery, renderers=self.renderers, clients=self.clients
+            ),
+            stops=Stops(runtime=runtime, agent=agent, delivery=delivery, renderers=self.renderers),
+            feedback=FeedbackHandler(delivery=delivery),
+            home=self.home,
+            replace_in_flight=settings.replace_in_flight,
+            reset_command=settings.reset_command,
+            max_inbound_chars=settings.max_inbound_chars,
+            acks_in_flight=None if runtime.run_turns else ACKS_IN_FLIGHT,
+            uninstalls=None
+            if installations is None
+            else Uninstalls(
+                stores=installations,
+                clients=(self.clients, self.render_clients),
+                runtime=runtime,
+                agent=agent,
+                delivery=delivery,
+            ),
+        )
+        # Installs in many workspaces: Bolt's install flow, and its authorization of each event
+        # by the workspace's stored token (an `AsyncAuthorize`, which Bolt uses as it is).
+        oauth: dict[str, Any] = (
+            {}
+            if installations is None
+            else {
+                "oauth_flow": install_flow(settings, installations, client),
+                "authorize": authorize(settings, installations, client),
+            }
+        )
+        self.bolt = AsyncApp(
+            # Named, or Bolt names it after the caller's file through `inspect.stack()`, which
+            # resolves every loaded module's path on disk: 100-200 ms on the event loop.
+            name="app.py",
+            client=client,
+            signing_secret=signing.get_secret_value() if signing else "",
+            process_before_response=True,
+            # `/slack/events` verifies every request (same slack_sdk verifier) before Bolt runs;
+            # Socket Mode traffic needs no signature. Checking twice only costs ack time.
+            request_verification_enabled=False,
+            logger=_BOLT_LOG,
+            **oauth,
+        )
+        self.listeners.register(self.bolt)
+        self.bolt.error(unavailable.error_handler(runtime))  # 503 while the database is away
+        tokens = parse_tokens(settings.api_tokens)
+        self.api: ApiService | None = (
+            ApiService(
+                runtime=runtime,
+                agent=agent,
+                tokens=tokens,
+                settings=ApiSettings(
+                    wait=settings.api_turn_wait,
+                    heartbeat=settings.api_heartbeat,
+                    poll=settings.api_poll,
+                    max_chars=settings.max_inbound_chars,
+                ),
+            )
+            if tokens is not None
+            else None
+        )
+        """The HTTP turn API, None while `API_TOKENS` is unset (its routes then answer 404)."""
+        self._started = False
+        self._dispatcher: RedisDispatcher | None = None
+        self._serving: asyncio.Task[None] | None = None
+        self._relay: RedisEventRelay | None = None
+        self._unwatch: Callable[[], None] | None = None
+        self._waking: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        if not self._started:
+            self._started = True
+            if self.settings.redis_url:
+                self._start_dispatch(self.settings.redis_url)
+            self._unwatch = self.runtime.hub.subscribe(self._on_event)
+            self.runtime.start_recovery()
+            self.renderers.start()
+            for key in await self.delivery.active_sessions():
+                self.renderers.kick(key)
+
+    def _on_event(self, event: TurnEvent) -> None:
+        """A request ended in this process without anyone from Slack (an expiry timer this
+        process's sweep or clock applied, an answer from host code): wake the thread's renderer,
+        durably, so the request is shown settled and the turn it resumes is shown at all.
+        (A click wakes it with the answer, in the answer's own transaction.)"""
+        if event.type in ("input.resolved", "confirmation.resolved"):
+            task = asyncio.create_task(self._wake(event.session))
+            self._waking.add(task)
+            task.add_done_callback(self._waking.discard)
+
+    async def _wake(self, key: str) -> None:
+        try:
+            if await self.delivery.get_target(key) is not None:
+                await self.delivery.mark_active(key, time.time())
+                self.renderers.kick(key)
+        except Exception:
+            log.exception("could not wake a thread's renderer", extra={"session": key})
+
+    def _start_dispatch(self, url: str) -> None:
+        """With Redis, what one process queues or cancels reaches the workers at once, and the
+        live events of a turn reach the process rendering its thread (or observing it) as they
+        happen; without it (or while it is down) workers find the work by polling the database,
+        which stays the record, and a reply rendered elsewhere shows as its steps commit."""
+        from storage.redis.dispatch import RedisDispatcher
+        from storage.redis.events import RedisEventRelay
+
+        prefix = self.settings.redis_prefix
+        self._dispatcher = RedisDispatcher(
+            url, stream=f"{prefix}:turns", group=f"{prefix}:workers", channel=f"{prefix}:cancel"
+        )
+        self.runtime.attach(self._dispatcher)
+        if self.runtime.run_turns:
+            self._serving = asyncio.create_task(self._dispatcher.serve(self.runtime))
+        self._relay = RedisEventRelay(url, prefix=f"{prefix}:events:")
+        self._relay.attach(self.runtime)
+
+    async def close(self) -> None:
+        if self.api is not None:
+            self.api.close()
+        if self._unwatch is not None:
+            self._unwatch()
+        if self._relay is not None:
+            await self._relay.close()
+        if self._dispatcher is not None:
+            await self._dispatcher.close()
+        if self._serving is not None:
+            with contextlib.suppress(Exception):
+                await self._serving
+        await self.answers.close()
+        if self.home is not None:
+            await self.home.close()
+        await self.renderers.close()
+        await self.runtime.close()
+        await self.delivery.close()
+        if self.installations is not None:
+            await self.installations.close()
+        await self.runtime.store.close()
+
+    # HTTP ----------------------------------------------------------------------------------
+
+    async def slack_events(self, request: Request) -> Response:
+        """Slack's requests, checked before Bolt sees them (see the module docstring): no input
+        makes this a 5xx, which Slack would only send again; only a failure to queue the work
+        is one, so that Slack does retry it: the database away is a 503 with `Retry-After`,
+        logged once per outage (`bot.unavailable`)."""
+        headers = request.headers
+        timestamp = headers.get("x-slack-request-timestamp")
+        signature = headers.get("x-slack-signature")
+        if not headers_well_formed(timestamp, signature):
+            return refused()
+        body = await request.body()
+        text = utf8(body)
+        if text is None:
+            log.info("a request body that is not UTF-8: answered 400")
+            return malformed()
+        if self.verifier is None or not self.verifier.is_valid(text, timestamp, signature):
+            return refused()
+        if len(text) > PARSE_ON_LOOP_BYTES:
+            # A body this large (Slack's are a few kB) takes tens of milliseconds to decode and
+            # parse: off the loop, so one request cannot stall every other ack and heartbeat.
+            payload = await asyncio.to_thread(parse_payload, text, headers.get("content-type"))
+        else:
+            payload = parse_payload(text, headers.get("content-type"))
+        if payload is None:
+            log.info("a signed request whose body is not a JSON object: answered 400")
+            return malformed()
+        reason = payload_problem(payload)
+        bolt_request = None if reason else bolt_request_of(request, text)
+        if bolt_request is None:
+            reason = reason or "Bolt cannot read its ids"
+            log.info("ignored a signed request Slack does not send (%s); answered 200", reason)
+            return Response(status_code=200)
+        response = to_starlette_response(await self.bolt.async_dispatch(bolt_request))
+        if response.status_code < 500:
+            self.runtime.outage.reached(writing=False)  # says so once, if it was away
+        if response.status_code == 404:
+            log.info("no listener for a signed request; answered 200 so Slack does not retry")
+            return Response(status_code=200)
+        return response
+
+    async def oauth(self, request: Request) -> Response:
+        """`/slack/install` and `/slack/oauth_redirect`: Bolt's OAuth flow (`bot.oauth`); a
+        404, as for any unknown path, unless the bot installs in many workspaces."""
+        flow = self.bolt.oauth_flow
+        if flow is None:
+            return Response(status_code=404)
+        bolt_request = to_async_bolt_request(request, b"")
+        if request.url.path == flow.install_path:
+            answer = await flow.handle_installation(bolt_request)
+        else:
+            answer = await flow.handle_callback(bolt_request)
+        return to_starlette_response(answer)
+
+    async def health(self, request: Request) -> Response:
+        return JSONResponse({"ok": True, "owner": self.owner, "rendering": self.renderers.running})
+
+    def http_app(self) -> Starlette:
+        """This bot served over HTTP; it starts and closes with the app."""
+
+        async def opened() -> SlackBot:
+            return self
+
+        return serving_app(opened)
+
+
+def _modal_seal(settings: Settings) -> ModalSeal | None:
+    """The Deny modal's metadata is signed with the app's signing secret (HTTP), or, in Socket
+    Mode where there may be none, its bot token: a key only this app holds either way."""
+    for secret in (
+        settings.slack_signing_secret,
+        settings.slack_bot_token,
+        settings.slack_client_secret,
+    ):
+        if secret is not None and secret.get_secret_value():
+            return ModalSeal(secret.get_secret_value())
+    return None
+
+
+def serving_app(
+    opener: Callable[[], Awaitable[SlackBot]], *, freeze_heap: bool = False
+) -> Starlette:
+    """The HTTP app; the bot is opened by its lifespan, on the event loop that serves it.
+
+    That is what lets uvicorn run it in several processes (`WEB_CONCURRENCY`): each one imports
+    the app factory and opens its own engines, which cannot cross a process or a loop.
+    `freeze_heap`: a process that serves only this app (`bot serve`): its startup heap is frozen
+    (see `bot.heap`), and a stop signal first ends the API's open streams, which would
+    otherwise hold the process for its whole grace period (`bot.asgi_server.on_stop_signal`).
+    """
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
+        bot = await opener()
+        app.state.bot = bot
+
+        def stopping() -> None:
+            if bot.api is not None:
+                bot.api.close()
+
+        try:
+            await bot.start()
+            if freeze_heap:
+                freeze_startup_heap()
+            with on_stop_signal(stopping) if freeze_heap else contextlib.nullcontext():
+                yield {ON_SHUTDOWN: stopping}
+        finally:
+            await bot.close()
+
+    async def slack_events(request: Request) -> Response:
+        bot: SlackBot = request.app.state.bot
+        return await bot.slack_events(request)
+
+    async def health(request: Request) -> Response:
+        bot: SlackBot = request.app.state.bot
+        return await bot.health(request)
+
+    async def oauth(request: Request) -> Response:
+        bot: SlackBot = request.app.state.bot
+        return await bot.oauth(request)
+
+    def api_of(request: Request) -> ApiService | None:
+        bot: SlackBot = request.app.state.bot
+        return bot.api
+
+    return Starlette(
+        routes=[
+            Route("/slack/events", slack_events, methods=["POST"]),
+            Route("/healthz", health, methods=["GET"]),
+            Route(INSTALL_PATH, oauth, methods=["GET"]),
+            Route(REDIRECT_PATH, oauth, methods=["GET"]),
+            *api_routes(api_of),
+        ],
+        lifespan=lifespan,
+        exception_handlers={HTTPException: routing_error},
+    )
+
+
+def engine_secrets(settings: Settings) -> list[str]:
+    """What the engine scrubs from tool errors: what the logs scrub (`Settings.secrets`)."""
+    return settings.secrets()
+
+
+async def open_bot(
+    settings: Settings,
+    *,
+    agent: Agent | None = None,
+    model: Model | None = None,
+    store: SessionStore | None = None,
+    clock: Callable[[], float] = time.time,
+    render_settings: RenderSettings | None = None,
+    runtime_options: dict[str, Any] | None = None,
+    owner: str | None = None,
+    worker: bool = False,
+) -> SlackBot:
+    """Open everything the bot needs from settings; parts can be injected (tests, the demo).
+
+    `worker=True` is a process that finds its work by polling (queued turns, active renders)
+    because the web processes that received the events do not run them.
+    """
+    from agent import load_agent
+
+    # The API's turns are source "api": an agent may give them `instructions.api.md` and a
+    # surface policy; without one they get the base instructions and every tool.
+    sources = ["slack", "api"] if settings.api_tokens is not None else ["slack"]
+    chosen = agent or load_agent(settings.agent_path(), emitted_sources=sources)
+    opened = store or await SqlStore.open(settings.database_url)
+    try:
+        # Shared only with a store opened here from the same URL (an injected one may not be).
+        delivery = await DeliveryStore.open(
+            settings.database_url, store=opened if store is None else None
+        )
+    except BaseException:
+        await opened.close()
+        raise
+    token = settings.slack_bot_token
+    secret = token.get_secret_value() if token else ""
+    base = settings.slack_api_url
+    installations: InstallationStores | None = None
+    clients: dict[str, SlackClients] = {}
+    if settings.oauth:
+        installations = await open_stores(settings)
+        found = installations.installations
+        clients["clients"] = InstalledClients(found, lambda t: make_client(t, base))
+        clients["render_clients"] = InstalledClients(found, lambda t: make_render_client(t, base))
+    client = make_client(None if settings.oauth else secret, base)
+    options = runtime_options or ({"recovery_interval": settings.worker_poll} if worker else {})
+    runtime = Runtime(
+        opened,
+        model if model is not None else model_for(settings, chosen.model),
+        agent=chosen,
+        run_turns=settings.run_turns,
+        secrets=engine_secrets(settings),
+        context_messages=settings.context_messages,
+        **options,
+    )
+    return SlackBot(
+        settings=settings,
+        agent=chosen,
+        runtime=runtime,
+        delivery=delivery,
+        client=client,
+        render_client=make_render_client(secret, settings.slack_api_url),
+        installations=installations,
+        **clients,
+        render_settings=render_settings,
+        clock=clock,
+        owner=owner,
+        sweep_interval=settings.worker_poll if worker else 2.0,
+    )
