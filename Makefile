@@ -38,9 +38,11 @@ test: lint
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal
 
 # The fast loop (CONTRIBUTING.md): lint, types, and the unit and contract tests on SQLite and the
-# memory store only, so it needs nothing but Python. `make test` stays the whole suite (CI).
+# memory store only (the PostgreSQL and Redis runs deselected, the skips for any left), so it
+# needs nothing but Python. `make test` stays the whole suite (CI).
 check: lint
-	BOT_TEST_SKIP_POSTGRES=1 BOT_TEST_SKIP_REDIS=1 $(BIN)/pytest -q -n 2 tests/unit tests/contract
+	BOT_TEST_SKIP_POSTGRES=1 BOT_TEST_SKIP_REDIS=1 $(BIN)/pytest -q -n 2 \
+		-m "not postgres and not redis" tests/unit tests/contract
 
 # The deploy lock file: every package pinned, resolved from pyproject.toml (docs/operations.md, "Deploy").
 lock: install
