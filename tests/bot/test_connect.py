@@ -1,5 +1,5 @@
-"""What Slack sends while a person connects the app to a workspace (README, "Connect a real
-workspace"): saving the Events request URL sends a signed `url_verification` challenge, and
+"""What Slack sends while a person connects the app to a workspace (docs/slack.md, "Connect a
+real workspace"): saving the Events request URL sends a signed `url_verification` challenge, and
 Slack accepts the URL only once the bot answers it with the challenge."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Every command's `--help` says what the command does and which exit codes it uses, as the
-README's "Run it" and "Operator commands" promise, read from the installed `bot` script run in a
-folder of its own (no settings, no database: help needs neither)."""
+"Run it" and "Operator commands" sections (docs/operations.md) promise, read from the installed
+`bot` script run in a folder of its own (no settings, no database: help needs neither)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ ONE = {
     "check": "1 when a turn started under another agent fingerprint is listed",
     "demo": "1 (--engine) the turn did not end as scripted",
 }
-"""The commands the README says exit 1, and when."""
+"""The commands the docs (docs/operations.md) say exit 1, and when."""
 
 
 def test_every_command_of_the_readme_is_there() -> None:
