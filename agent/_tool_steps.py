@@ -10,8 +10,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
-from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from agent._consent import Consent, NeedsConfirmation, details_json
 from agent._effects import EffectCoordinator
@@ -22,18 +21,16 @@ from agent._errors import (
     ToolError,
     UnknownToolError,
 )
-from agent._events import ActionCompleted, ActionRequested, ConfirmationRequested, TurnEvent
+from agent._events import ActionCompleted, ActionRequested, ConfirmationRequested
 from agent._facts import FactsView
 from agent._hitl import default_answerers
-from agent._messages import AssistantMessage, JsonValue, Message, ToolCall, ToolMessage
-from agent._policy import TurnPolicy
+from agent._messages import AssistantMessage, ToolCall, ToolMessage
 from agent._redaction import is_database_error
 from agent._requests import ConfirmationRequest
-from agent._signals import CancellationSignal
 from agent._tool_context import ToolContext
+from agent._tool_turn import ToolTurn
 from agent._tool_values import database_error_detail, describe_error, to_json_value
 from agent._tools import Tool
-from agent._turn_env import TurnEnv
 from agent._turn_input import ConfirmationAnswer
 from agent.seams import (
     ApprovalTimer,
@@ -42,49 +39,9 @@ from agent.seams import (
     StepCommit,
     StoreHandle,
     TimerKind,
-    TurnRecord,
 )
 
 log = logging.getLogger(__name__)
-
-
-class ToolTurn(Protocol):
-    """What running a turn's tool calls needs of the turn (`agent._turn_loop.TurnRunner` has it):
-    its identity and environment, what it has done so far, and how to commit the next step."""
-
-    @property
-    def env(self) -> TurnEnv: ...
-
-    @property
-    def turn(self) -> TurnRecord: ...
-
-    @property
-    def session(self) -> str: ...
-
-    @property
-    def turn_id(self) -> str: ...
-
-    @property
-    def steps(self) -> dict[str, JsonValue]: ...
-
-    @property
-    def policy(self) -> TurnPolicy: ...
-
-    @property
-    def cancellation(self) -> CancellationSignal: ...
-
-    @property
-    def next_index(self) -> int: ...
-
-    def turn_messages(self) -> list[Message]: ...
-
-    def parked_call_ids(self) -> set[str]: ...
-
-    async def commit(self, commit: StepCommit) -> None: ...
-
-    def applied(self, commit: StepCommit) -> None: ...
-
-    async def publish(self, events: Sequence[TurnEvent]) -> None: ...
 
 
 class TurnFailure(Exception):

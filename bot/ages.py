@@ -20,3 +20,18 @@ def age_seconds_of(value: str, *, units: str = "smhdw", positive: bool = False) 
     if positive and count == 0:
         return None
     return float(count * SECONDS[match.group(2)])
+
+
+class AgeError(ValueError):
+    """An age that is not `<n>m`, `<n>h`, `<n>d` or `<n>w`; the message is one line."""
+
+
+def parse_age(value: str, *, name: str) -> float:
+    """`30d` -> seconds. `name` is what the message calls it (an option or a setting)."""
+    seconds = age_seconds_of(value, units="mhdw", positive=True)
+    if seconds is None:
+        raise AgeError(
+            f"{name} {value!r} is not an age: a whole number of minutes, hours, days or weeks "
+            "such as 90m, 12h, 30d or 2w"
+        )
+    return seconds

@@ -1,12 +1,8 @@
-"""The running bot: engine, delivery, renderers and Bolt, wired once and served over HTTP.
+"""The running bot: engine, delivery, renderers and Bolt, wired once (the composition root).
 
-`/slack/events` checks the request before Bolt sees it, so that no input is a 5xx (Slack retries a
-5xx, so bad input would fail again and again) and none is stored:
-- a missing, malformed or stale timestamp or signature is a 401, decided before the body is read;
-- a body that is not UTF-8, or (signed) not a JSON object, is a 400;
-- a signed payload of a shape Slack never sends (`bot.payload_shape`) is a 200 that does nothing.
-Bolt's "no listener" 404 never reaches Slack either, which would only make it send the request
-again. No answer repeats what the request held.
+Served over HTTP by `bot.serving.serving_app` (the ASGI app and its lifespan), whose
+`/slack/events` is checked before Bolt sees it by `bot.slack_http`; the model comes from
+`bot.models`.
 """
 
 from __future__ import annotations
@@ -16,22 +12,15 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from slack_bolt.adapter.starlette.async_handler import (
-    to_async_bolt_request,
-    to_starlette_response,
-)
 from slack_bolt.async_app import AsyncApp
-from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 from starlette.applications import Starlette
-from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
 if TYPE_CHECKING:
     from storage.redis.dispatch import RedisDispatcher
@@ -41,56 +30,29 @@ from agent import Agent, Model, Runtime, SessionStore, TurnEvent
 from bot import unavailable
 from bot.agent_entry import AgentEntry
 from bot.answers import AnswerHandler
-from bot.api import ApiService, ApiSettings, api_routes, parse_tokens
-from bot.api.errors import routing_error
-from bot.asgi_server import ON_SHUTDOWN, on_stop_signal
+from bot.api import ApiService, ApiSettings, parse_tokens
+from bot.bolt_log import bolt_logger
 from bot.deny_reason import ModalSeal
 from bot.feedback import FeedbackHandler
-from bot.heap import freeze_startup_heap
 from bot.home import HomeTab
 from bot.listeners import ACKS_IN_FLIGHT, Listeners
 from bot.models import build_model as build_model  # `bot.app.build_model`, as before
 from bot.models import model_for
-from bot.oauth import INSTALL_PATH, REDIRECT_PATH, Uninstalls, authorize, install_flow, open_stores
-from bot.payload_shape import problem as payload_problem
+from bot.oauth import Uninstalls, authorize, install_flow, open_stores
 from bot.rendering import RenderSettings
 from bot.rendering.pool import RendererPool
-from bot.request_checks import (
-    bolt_request_of,
-    headers_well_formed,
-    malformed,
-    parse_payload,
-    refused,
-    utf8,
-)
 from bot.resets import Resets
+from bot.serving import serving_app as serving_app  # `bot.app.serving_app`, as before
 from bot.settings import Settings
 from bot.slack_calls import make_client, make_render_client
 from bot.slack_clients import InstalledClients, SingleToken, SlackClients
+from bot.slack_http import events_response, oauth_response
 from bot.stops import Stops
 from storage import SqlStore
 from storage.delivery.store import DeliveryStore
 from storage.installations import InstallationStores
 
 log = logging.getLogger(__name__)
-
-
-class _ClientGivenNotice(logging.Filter):
-    """Drops Bolt's start-up warning that the token will be unused beside the given client.
-
-    Bolt reads `SLACK_BOT_TOKEN` from the environment whatever it is passed, and warns when a
-    client comes too; the client it is given is made from that same setting, so the warning
-    is noise at every start (`bot serve`, `bot socket`, workers)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.getMessage() != warning_client_prioritized_and_token_skipped()
-
-
-_BOLT_LOG = logging.getLogger("slack_bolt")
-_BOLT_LOG.addFilter(_ClientGivenNotice())
-
-PARSE_ON_LOOP_BYTES = 64 * 1024
-"""Request bodies up to this size are parsed on the event loop; larger ones on a thread."""
 
 
 class SlackBot:
@@ -206,7 +168,7 @@ class SlackBot:
             # `/slack/events` verifies every request (same slack_sdk verifier) before Bolt runs;
             # Socket Mode traffic needs no signature. Checking twice only costs ack time.
             request_verification_enabled=False,
-            logger=_BOLT_LOG,
+            logger=bolt_logger(),
             **oauth,
         )
         self.listeners.register(self.bolt)
@@ -307,57 +269,17 @@ class SlackBot:
     # HTTP ----------------------------------------------------------------------------------
 
     async def slack_events(self, request: Request) -> Response:
-        """Slack's requests, checked before Bolt sees them (see the module docstring): no input
-        makes this a 5xx, which Slack would only send again; only a failure to queue the work
-        is one, so that Slack does retry it: the database away is a 503 with `Retry-After`,
-        logged once per outage (`bot.unavailable`)."""
-        headers = request.headers
-        timestamp = headers.get("x-slack-request-timestamp")
-        signature = headers.get("x-slack-signature")
-        if not headers_well_formed(timestamp, signature):
-            return refused()
-        body = await request.body()
-        text = utf8(body)
-        if text is None:
-            log.info("a request body that is not UTF-8: answered 400")
-            return malformed()
-        if self.verifier is None or not self.verifier.is_valid(text, timestamp, signature):
-            return refused()
-        if len(text) > PARSE_ON_LOOP_BYTES:
-            # A body this large (Slack's are a few kB) takes tens of milliseconds to decode and
-            # parse: off the loop, so one request cannot stall every other ack and heartbeat.
-            payload = await asyncio.to_thread(parse_payload, text, headers.get("content-type"))
-        else:
-            payload = parse_payload(text, headers.get("content-type"))
-        if payload is None:
-            log.info("a signed request whose body is not a JSON object: answered 400")
-            return malformed()
-        reason = payload_problem(payload)
-        bolt_request = None if reason else bolt_request_of(request, text)
-        if bolt_request is None:
-            reason = reason or "Bolt cannot read its ids"
-            log.info("ignored a signed request Slack does not send (%s); answered 200", reason)
-            return Response(status_code=200)
-        response = to_starlette_response(await self.bolt.async_dispatch(bolt_request))
-        if response.status_code < 500:
-            self.runtime.outage.reached(writing=False)  # says so once, if it was away
-        if response.status_code == 404:
-            log.info("no listener for a signed request; answered 200 so Slack does not retry")
-            return Response(status_code=200)
-        return response
+        """Slack's requests, checked before Bolt sees them (`bot.slack_http`)."""
+        return await events_response(
+            request,
+            verifier=self.verifier,
+            bolt=self.bolt,
+            reached=lambda: self.runtime.outage.reached(writing=False),
+        )
 
     async def oauth(self, request: Request) -> Response:
-        """`/slack/install` and `/slack/oauth_redirect`: Bolt's OAuth flow (`bot.oauth`); a
-        404, as for any unknown path, unless the bot installs in many workspaces."""
-        flow = self.bolt.oauth_flow
-        if flow is None:
-            return Response(status_code=404)
-        bolt_request = to_async_bolt_request(request, b"")
-        if request.url.path == flow.install_path:
-            answer = await flow.handle_installation(bolt_request)
-        else:
-            answer = await flow.handle_callback(bolt_request)
-        return to_starlette_response(answer)
+        """`/slack/install` and `/slack/oauth_redirect` (`bot.slack_http.oauth_response`)."""
+        return await oauth_response(request, self.bolt)
 
     async def health(self, request: Request) -> Response:
         return JSONResponse({"ok": True, "owner": self.owner, "rendering": self.renderers.running})
@@ -382,65 +304,6 @@ def _modal_seal(settings: Settings) -> ModalSeal | None:
         if secret is not None and secret.get_secret_value():
             return ModalSeal(secret.get_secret_value())
     return None
-
-
-def serving_app(
-    opener: Callable[[], Awaitable[SlackBot]], *, freeze_heap: bool = False
-) -> Starlette:
-    """The HTTP app; the bot is opened by its lifespan, on the event loop that serves it.
-
-    That is what lets uvicorn run it in several processes (`WEB_CONCURRENCY`): each one imports
-    the app factory and opens its own engines, which cannot cross a process or a loop.
-    `freeze_heap`: a process that serves only this app (`bot serve`): its startup heap is frozen
-    (see `bot.heap`), and a stop signal first ends the API's open streams, which would
-    otherwise hold the process for its whole grace period (`bot.asgi_server.on_stop_signal`).
-    """
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
-        bot = await opener()
-        app.state.bot = bot
-
-        def stopping() -> None:
-            if bot.api is not None:
-                bot.api.close()
-
-        try:
-            await bot.start()
-            if freeze_heap:
-                freeze_startup_heap()
-            with on_stop_signal(stopping) if freeze_heap else contextlib.nullcontext():
-                yield {ON_SHUTDOWN: stopping}
-        finally:
-            await bot.close()
-
-    async def slack_events(request: Request) -> Response:
-        bot: SlackBot = request.app.state.bot
-        return await bot.slack_events(request)
-
-    async def health(request: Request) -> Response:
-        bot: SlackBot = request.app.state.bot
-        return await bot.health(request)
-
-    async def oauth(request: Request) -> Response:
-        bot: SlackBot = request.app.state.bot
-        return await bot.oauth(request)
-
-    def api_of(request: Request) -> ApiService | None:
-        bot: SlackBot = request.app.state.bot
-        return bot.api
-
-    return Starlette(
-        routes=[
-            Route("/slack/events", slack_events, methods=["POST"]),
-            Route("/healthz", health, methods=["GET"]),
-            Route(INSTALL_PATH, oauth, methods=["GET"]),
-            Route(REDIRECT_PATH, oauth, methods=["GET"]),
-            *api_routes(api_of),
-        ],
-        lifespan=lifespan,
-        exception_handlers={HTTPException: routing_error},
-    )
 
 
 def engine_secrets(settings: Settings) -> list[str]:

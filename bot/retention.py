@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 from agent import SchemaMismatchError
 from agent.seams import PruneCounts, SessionStore
-from bot.ages import age_seconds_of
+from bot.ages import AgeError as AgeError  # re-exported: `bot prune` and its tests name it here
+from bot.ages import parse_age as parse_age
 
 if TYPE_CHECKING:
     from bot.settings import Settings
@@ -34,21 +35,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_BATCH = 500
-
-
-class AgeError(ValueError):
-    """An age that is not `<n>m`, `<n>h`, `<n>d` or `<n>w`; the message is one line."""
-
-
-def parse_age(value: str, *, name: str) -> float:
-    """`30d` -> seconds. `name` is what the message calls it (an option or a setting)."""
-    seconds = age_seconds_of(value, units="mhdw", positive=True)
-    if seconds is None:
-        raise AgeError(
-            f"{name} {value!r} is not an age: a whole number of minutes, hours, days or weeks "
-            "such as 90m, 12h, 30d or 2w"
-        )
-    return seconds
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -66,16 +52,15 @@ class Retention:
     def from_settings(cls, settings: Settings) -> Retention | None:
         """None when `PRUNE_OLDER_THAN` is unset (the clock prunes nothing); raises `AgeError`
         for an age it cannot read."""
-        if not settings.prune_older_than:
+        ages = settings.prune_ages()
+        if ages is None:
             return None
-        receipts = settings.prune_receipts_older_than
+        older_than, receipts_older_than, every = ages
         return cls(
-            older_than=parse_age(settings.prune_older_than, name="PRUNE_OLDER_THAN"),
-            receipts_older_than=(
-                parse_age(receipts, name="PRUNE_RECEIPTS_OLDER_THAN") if receipts else None
-            ),
+            older_than=older_than,
+            receipts_older_than=receipts_older_than,
             batch=settings.prune_batch,
-            every=parse_age(settings.prune_every, name="PRUNE_EVERY"),
+            every=every,
         )
 
 

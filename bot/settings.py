@@ -23,6 +23,7 @@ from agent.models import (
     setting_problems,
     setting_warnings,
 )
+from bot.ages import AgeError, parse_age
 
 if TYPE_CHECKING:
     from storage.installations.sealing import TokenCipher
@@ -189,11 +190,23 @@ class Settings(BaseSettings):
     prune_batch: int = Field(default=500, ge=1, alias="PRUNE_BATCH")
     """Turns per prune transaction."""
 
-    def _retention_problems(self) -> list[str]:
-        from bot.retention import AgeError, Retention
+    def prune_ages(self) -> tuple[float, float | None, float] | None:
+        """The prune ages in seconds (history, receipts or None, how often), or None when
+        `PRUNE_OLDER_THAN` is unset; raises `AgeError` for an age it cannot read. Read here, in
+        the order `bot.retention.Retention.from_settings` takes them, so checking the settings
+        needs nothing of the retention job (which imports this module)."""
+        if not self.prune_older_than:
+            return None
+        receipts = self.prune_receipts_older_than
+        return (
+            parse_age(self.prune_older_than, name="PRUNE_OLDER_THAN"),
+            parse_age(receipts, name="PRUNE_RECEIPTS_OLDER_THAN") if receipts else None,
+            parse_age(self.prune_every, name="PRUNE_EVERY"),
+        )
 
+    def _retention_problems(self) -> list[str]:
         try:
-            Retention.from_settings(self)
+            self.prune_ages()
         except AgeError as err:
             return [str(err)]
         return []

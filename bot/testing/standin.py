@@ -23,17 +23,10 @@ message's blocks, and what a stream showed, unless it is given `blocks` or `mark
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
-import functools
-import inspect
-import json
 import time
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import parse_qsl
 
-from slack_sdk.web.async_client import AsyncWebClient
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -42,14 +35,12 @@ from starlette.routing import Route
 from bot.asgi_server import BackgroundServer
 from bot.testing.agent_surfaces import AgentSurfaces
 from bot.testing.blocks import blocks_problem, tasks_shown
+from bot.testing.history_pages import page_of
 from bot.testing.oauth import ACCESS, OAuthWorkspaces, bearer
 from bot.testing.socket_mode import SocketModeStandIn
+from bot.testing.wire import TRANSPORT_ARGS, read_args
+from bot.testing.wire import sdk_arguments as sdk_arguments  # its tests name it here
 from bot.testing.workspace import STREAM_ERROR, Call, Message
-
-JSON_FIELDS = ("blocks", "metadata", "chunks", "attachments", "view", "prompts", "loading_messages")
-TRANSPORT_ARGS = frozenset({"token", "team_id"})
-"""Sent by the SDK beside a method's own arguments: the token (also in the header) and the
-client's `default_params` (`team_id`, which Bolt sets on the clients it hands to listeners)."""
 
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
 EVENTS = frozenset(
@@ -190,7 +181,7 @@ class SlackStandIn(AgentSurfaces):
 
     async def _api(self, request: Request) -> Response:
         method = request.path_params["method"]
-        args = await _read_args(request)
+        args = await read_args(request)
         auth = request.headers.get("authorization", "")
         fault = self.take_fault(method)
         token = bearer(auth, args)
@@ -278,7 +269,7 @@ class SlackStandIn(AgentSurfaces):
         return {"ok": False, "error": kind.removeprefix("error:")}
 
     async def _response_url(self, request: Request) -> Response:
-        body = await _read_args(request)
+        body = await read_args(request)
         self.responses.append({"token": request.path_params["token"], **body})
         return JSONResponse({"ok": True})
 
@@ -497,102 +488,8 @@ class SlackStandIn(AgentSurfaces):
         return self._page(list(reversed(self.top_level(channel))), args)
 
     def _page(self, ordered: list[Message], args: dict[str, Any]) -> dict[str, Any]:
-        inclusive = _truthy(args.get("inclusive"))
-        oldest, latest = _ts_bound(args.get("oldest")), _ts_bound(args.get("latest"))
-        if oldest is None or latest is None:
-            return {
-                "ok": False,
-                "error": "invalid_ts_oldest" if oldest is None else "invalid_ts_latest",
-            }
-        kept = [
-            m
-            for m in ordered
-            if (float(m.ts) > oldest or (inclusive and float(m.ts) == oldest))
-            and (latest == 0 or float(m.ts) < latest or (inclusive and float(m.ts) == latest))
-        ]
-        start = 0
-        if args.get("cursor"):
-            start = _decode_cursor(str(args["cursor"]), kept)
-            if start < 0:
-                return {"ok": False, "error": "invalid_cursor"}
-        try:
-            limit = int(args.get("limit") or 1000)
-        except ValueError:
-            return {"ok": False, "error": "invalid_limit"}
-        size = max(1, min(limit, self.page_size))
-        page = kept[start : start + size]
-        more = start + size < len(kept)
-        with_metadata = _truthy(args.get("include_all_metadata"))
-        out: dict[str, Any] = {
-            "ok": True,
-            "messages": [m.to_json(with_metadata=with_metadata) for m in page],
-            "has_more": more,
-        }
-        next_cursor = _encode_cursor(kept[start + size].ts) if more else ""
-        out["response_metadata"] = {"next_cursor": next_cursor}
-        return out
+        return page_of(ordered, args, page_size=self.page_size)
 
 
 def _invalid_blocks(why: str) -> dict[str, Any]:
     return {"ok": False, "error": "invalid_blocks", "response_metadata": {"messages": [why]}}
-
-
-@functools.cache
-def sdk_arguments(method: str) -> frozenset[str] | None:
-    """The argument names the installed SDK's method for `method` declares (None: no such
-    method): what Slack documents for it, read from the client the bot itself uses."""
-    function = getattr(AsyncWebClient, method.replace(".", "_"), None)
-    if function is None:
-        return None
-    parameters = inspect.signature(function).parameters.values()
-    return frozenset(p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY)
-
-
-def _truthy(value: Any) -> bool:
-    return value in (True, 1, "1", "true", "True")
-
-
-def _ts_bound(value: Any) -> float | None:
-    if value in (None, ""):
-        return 0.0
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
-
-
-def _encode_cursor(ts: str) -> str:
-    return base64.b64encode(f"next_ts:{ts}".encode()).decode()
-
-
-def _decode_cursor(cursor: str, kept: list[Message]) -> int:
-    """Where the page a cursor names starts; -1 for a cursor this stand-in never gave."""
-    try:
-        text = base64.b64decode(cursor, validate=True).decode()
-    except (binascii.Error, UnicodeDecodeError):
-        return -1
-    ts = text.removeprefix("next_ts:")
-    if ts == text:
-        return -1
-    for index, message in enumerate(kept):
-        if message.ts == ts:
-            return index
-    return -1
-
-
-async def _read_args(request: Request) -> dict[str, Any]:
-    """Slack takes the same arguments as a query string, a form, or JSON; so does this."""
-    args: dict[str, Any] = dict(request.query_params)
-    raw = await request.body()
-    ctype = request.headers.get("content-type", "")
-    if raw and "json" in ctype:
-        body = json.loads(raw)
-        if isinstance(body, dict):
-            args.update(body)
-    elif raw:
-        args.update(dict(parse_qsl(raw.decode(), keep_blank_values=True)))
-    for key in JSON_FIELDS:
-        value = args.get(key)
-        if isinstance(value, str) and value[:1] in ("[", "{"):
-            args[key] = json.loads(value)
-    return args

@@ -27,16 +27,11 @@ from typing import TypeVar
 from agent.seams import (
     ApprovalTimer,
     ArchivedGeneration,
-    ConfirmationRecord,
-    ConfirmationStatus,
-    FactRecord,
     JsonValue,
     Lease,
     LeaseLostError,
     Message,
     PruneCounts,
-    ReceiptRecord,
-    ReceiptStatus,
     SessionRecord,
     SessionStatus,
     StepCommit,
@@ -51,10 +46,10 @@ from agent.seams import (
     message_from_json,
 )
 from storage.json_text import load_json
-from storage.ledger_records import confirmation_answer, confirmation_record, timer_record
-from storage.memory import ledgers
+from storage.ledger_records import timer_record
 from storage.memory import prune as memory_prune
 from storage.memory import state as ops
+from storage.memory.ledger_methods import LedgerMethods, run_alongside
 from storage.memory.state import NoHandle, RowIds, Rows, SessionState
 from storage.memory.transcript import transcript_tail
 from storage.records import (
@@ -70,7 +65,7 @@ from storage.records import (
 R = TypeVar("R")
 
 
-class MemoryStore:
+class MemoryStore(LedgerMethods):
     """A `SessionStore` in process memory; everything is lost when the process ends."""
 
     def __init__(self) -> None:
@@ -181,7 +176,7 @@ class MemoryStore:
                 expected_pending,
                 {answer_step: answer, **(notes or {})},
                 rows,
-                before_write=_run_alongside(alongside),
+                before_write=run_alongside(alongside),
             )
         return numbered(events, last_seq)
 
@@ -395,118 +390,6 @@ class MemoryStore:
             state.updated_at = now
         return result, numbered(commit.events, last_seq)
 
-    # -- confirmations, receipts, facts ---------------------------------------------------------
-
-    async def get_confirmation(
-        self, session: str, confirmation_id: str
-    ) -> ConfirmationRecord | None:
-        async with self._lock:
-            state = self._sessions.get(session)
-            row = state.confirmations.get(confirmation_id) if state else None
-            return None if row is None else confirmation_record(row)
-
-    async def list_confirmations(
-        self, session: str, status: ConfirmationStatus | None = None
-    ) -> list[ConfirmationRecord]:
-        async with self._lock:
-            return ledgers.list_confirmations(self._sessions.get(session), status)
-
-    async def pending_confirmations(self) -> list[ConfirmationRecord]:
-        async with self._lock:
-            return ledgers.pending_confirmations(self._sessions.values())
-
-    async def resolve_confirmation(
-        self,
-        session: str,
-        confirmation_id: str,
-        *,
-        accepted: bool,
-        by: str | None,
-        follow_up_turn: str,
-        follow_up: TurnInput,
-        events: Sequence[TurnEvent],
-        now: float,
-        status: ConfirmationStatus | None = None,
-        reason: str | None = None,
-        alongside: Callable[[StoreHandle], None] | None = None,
-    ) -> tuple[TurnRecord, list[TurnEvent]]:
-        rows = encode_events(session, events)
-        answer = confirmation_answer(
-            accepted, by, follow_up_turn, now, status=status, reason=reason
-        )
-        turn = new_turn(
-            session, follow_up_turn, follow_up.model_dump_json(), kind=TurnKind.TURN, now=now
-        )
-        async with self._lock:
-            record, last_seq = ledgers.resolve_confirmation(
-                self._sessions.get(session),
-                self._ids,
-                confirmation_id,
-                answer,
-                turn,
-                rows,
-                before_write=_run_alongside(alongside),
-            )
-        return record, numbered(events, last_seq)
-
-    async def get_receipt(self, session: str, key: str) -> ReceiptRecord | None:
-        async with self._lock:
-            return ledgers.get_receipt(self._sessions.get(session), key)
-
-    async def prepare_receipt(
-        self, lease: Lease, receipt: ReceiptRecord, ttl: float, now: float
-    ) -> ReceiptRecord:
-        if receipt.session != lease.session:
-            raise ValueError(f"receipt for {receipt.session!r} prepared under {lease.session!r}")
-        async with self._lock:
-            state = self._fence(lease)
-            prepared = ledgers.prepare_receipt(state, self._ids, receipt)
-            state.lease_expires_at = now + ttl
-            return prepared
-
-    async def settle_receipt(
-        self,
-        session: str,
-        key: str,
-        receipt_id: str,
-        status: ReceiptStatus,
-        *,
-        value: JsonValue = None,
-        error: str | None = None,
-        from_statuses: Sequence[ReceiptStatus] = (ReceiptStatus.PREPARED,),
-        now: float,
-    ) -> ReceiptRecord:
-        async with self._lock:
-            return ledgers.settle_receipt(
-                self._sessions.get(session),
-                key,
-                receipt_id,
-                status,
-                value,
-                error,
-                from_statuses,
-                now,
-            )
-
-    async def list_receipts(
-        self, *, session: str | None = None, status: ReceiptStatus | None = None
-    ) -> list[ReceiptRecord]:
-        async with self._lock:
-            if session is None:
-                states = list(self._sessions.values())
-            else:
-                states = [s for s in (self._sessions.get(session),) if s is not None]
-            return ledgers.list_receipts(states, status)
-
-    async def get_fact(self, session: str, key: str) -> FactRecord | None:
-        async with self._lock:
-            history = ledgers.fact_history(self._sessions.get(session), key)
-        return history[-1] if history else None
-
-    async def fact_history(self, session: str, key: str) -> list[FactRecord]:
-        async with self._lock:
-            return ledgers.fact_history(self._sessions.get(session), key)
-
     # -- retention ------------------------------------------------------------------------------
 
     async def prune_history(
@@ -542,14 +425,3 @@ class MemoryStore:
             picked = memory_prune.receipt_candidates(self._sessions.values(), before, after, limit)
             removed = memory_prune.prune_receipts(picked, dry_run)
         return removed, int(picked[-1][1]["id"]) if len(picked) >= limit else None
-
-
-def _run_alongside(alongside: Callable[[StoreHandle], None] | None) -> Callable[[], None]:
-    """The application's write, run once every check has passed and before anything changes:
-    nothing here can be rolled back, so a failing write must come first."""
-
-    def run() -> None:
-        if alongside is not None:
-            alongside(NoHandle())
-
-    return run

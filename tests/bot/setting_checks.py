@@ -326,13 +326,13 @@ async def api(ctx: Ctx) -> None:
 async def bot_offline(ctx: Ctx) -> None:
     """`bot serve` with no credential at all serves the offline app: its bot runs the scripted
     model and talks to the Slack stand-in it started, on 127.0.0.1 only."""
-    from bot import app as app_module
+    from bot import serving as serving_module
     from bot.cli import main
 
     ctx.set(DATABASE_URL=ctx.db_url, BOT_OFFLINE="true")
     ran: dict[str, Any] = {}
     ctx.env.setattr(uvicorn, "run", lambda app, **kwargs: ran.update(kwargs, app=app))
-    ctx.env.setattr(app_module, "freeze_startup_heap", lambda: None)
+    ctx.env.setattr(serving_module, "freeze_startup_heap", lambda: None)
     root = logging.getLogger()
     saved = (list(root.handlers), root.level)
     try:

@@ -21,7 +21,14 @@ from tests.support.tcp_proxy import TcpProxy
 pytestmark = pytest.mark.usefixtures("serving")
 CHANNEL = "C0OUTAGE"
 REQUESTS = 5
-PATH = {"bot.app", "bot.listeners", "bot.unavailable", "bot.inbound", "uvicorn.error"}
+PATH = {
+    "bot.app",
+    "bot.slack_http",
+    "bot.listeners",
+    "bot.unavailable",
+    "bot.inbound",
+    "uvicorn.error",
+}
 
 
 @pytest.fixture

@@ -71,18 +71,37 @@ def test_only_the_public_modules_of_agent_are_imported(area: str) -> None:
     assert not wrong, sorted(wrong)
 
 
-def _module_name(path: Path) -> str:
-    parts = path.relative_to(ROOT).with_suffix("").parts
+def _module_name(path: Path, root: Path = ROOT) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _agent_import_graph() -> dict[str, set[str]]:
-    graph: dict[str, set[str]] = {}
-    for path in sorted((ROOT / "agent").rglob("*.py")):
-        graph[_module_name(path)] = {m for m in _imported_modules(path) if m.startswith("agent.")}
-    modules = set(graph)
-    # `from agent.seams import X` lists agent.seams.X too: keep only names that are modules
-    return {name: imports & modules for name, imports in graph.items()}
+PACKAGES = ("agent", "storage", "bot")
+"""Where no module may import itself around a circle: the engine, the stores and the bot."""
+
+
+def _module_edges(path: Path, modules: set[str]) -> set[str]:
+    """The modules among `modules` that `path` imports. `from pkg import sub` imports the module
+    `pkg.sub`, not `pkg`'s own names; `from pkg import Name` imports `pkg` (its `__init__`)."""
+    edges: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            edges.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                child = f"{node.module}.{alias.name}"
+                edges.add(child if child in modules else node.module)
+    return edges & modules
+
+
+def _import_graph(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES) -> dict[str, set[str]]:
+    paths = {
+        _module_name(path, root): path
+        for package in packages
+        for path in sorted((root / package).rglob("*.py"))
+    }
+    modules = set(paths)
+    return {name: _module_edges(path, modules) - {name} for name, path in paths.items()}
 
 
 def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -117,10 +136,40 @@ def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_no_module_of_agent_imports_itself_around_a_circle() -> None:
-    """Counting imports made only for type checking or inside functions: a circle of those still
-    means no module of it can be read, tested or replaced without the others."""
-    assert _circles(_agent_import_graph()) == []
+@pytest.mark.parametrize("package", PACKAGES)
+def test_the_package_has_modules(package: str) -> None:
+    assert any(name.partition(".")[0] == package for name in _import_graph())
+
+
+def test_no_module_imports_itself_around_a_circle() -> None:
+    """Anywhere in agent, storage and bot, counting imports made only for type checking or
+    inside functions: a circle of those still means no module of it can be read, tested or
+    replaced without the others."""
+    assert _circles(_import_graph()) == []
+
+
+def test_circle_walker_sees_type_checking_and_function_imports(tmp_path: Path) -> None:
+    (tmp_path / "bot").mkdir()
+    (tmp_path / "bot" / "__init__.py").write_text("")
+    (tmp_path / "bot" / "a.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from bot.b import B\n"
+    )
+    (tmp_path / "bot" / "b.py").write_text("def f():\n    from bot.a import A\n    return A\n")
+    assert _circles(_import_graph(tmp_path, ("bot",))) == [["bot.a", "bot.b"]]
+
+
+def test_importing_a_submodule_from_its_package_is_no_edge_to_the_package(tmp_path: Path) -> None:
+    """`from bot import sub` inside a module `bot/__init__.py` imports is no circle; `from bot
+    import Name` (a name the `__init__` defines) is one."""
+    (tmp_path / "bot").mkdir()
+    (tmp_path / "bot" / "__init__.py").write_text("from bot.sub import Name\n")
+    (tmp_path / "bot" / "sub.py").write_text("Name = 1\n")
+    (tmp_path / "bot" / "user.py").write_text("from bot import sub\n")
+    graph = _import_graph(tmp_path, ("bot",))
+    assert graph["bot.user"] == {"bot.sub"}
+    assert _circles(graph) == []
+    (tmp_path / "bot" / "sub.py").write_text("from bot import Other\nName = 1\n")
+    assert _circles(_import_graph(tmp_path, ("bot",))) == [["bot", "bot.sub"]]
 
 
 def test_circle_finder_sees_a_circle() -> None:
