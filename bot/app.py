@@ -355,9 +355,14 @@ async def open_bot(
         clients["render_clients"] = InstalledClients(found, lambda t: make_render_client(t, base))
     client = make_client(None if settings.oauth else secret, base)
     options = runtime_options or ({"recovery_interval": settings.worker_poll} if worker else {})
+    if model is None:
+        # Off the loop: the first build imports the Anthropic SDK and builds its pydantic
+        # types, some 300 ms of CPU the loop (serving another bot in the same process, or a
+        # test's other servers) must not wait on.
+        model = await asyncio.to_thread(model_for, settings, chosen.model)
     runtime = Runtime(
         opened,
-        model if model is not None else model_for(settings, chosen.model),
+        model,
         agent=chosen,
         run_turns=settings.run_turns,
         secrets=engine_secrets(settings),
