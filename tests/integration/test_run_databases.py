@@ -53,7 +53,8 @@ async def test_the_late_drop_takes_what_it_is_given_and_stale_leftovers_only(
         await asyncio.to_thread(_create, conninfo, name)
     scratch_databases.append(kept)  # this run's own: dropped after it, like the run's database
 
-    pg_databases.drop_later(conninfo, [given])
+    # Off the loop: forking this test process can take half a second on a busy machine.
+    await asyncio.to_thread(pg_databases.drop_later, conninfo, [given])
 
     deadline = time.monotonic() + 540
     while True:
