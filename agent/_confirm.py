@@ -32,7 +32,7 @@ from agent._hitl import (
 )
 from agent._requests import ConfirmationRequest
 from agent._session_host import SessionHandle
-from agent.seams import ConfirmationRecord, ConfirmationStatus, SessionStore, StoreHandle
+from agent.seams import ConfirmationRecord, ConfirmationStatus, Ledgers, StoreHandle, TurnQueue
 
 NO_SUCH = "no such request is waiting in this conversation"
 
@@ -51,7 +51,7 @@ def confirmation_digest(proposal: ConfirmationRecord | ConfirmationRequest) -> s
 
 
 async def pending_proposal(
-    store: SessionStore,
+    store: Ledgers,
     key: str,
     confirmation_id: str,
     *,
@@ -78,7 +78,7 @@ def _settled(record: ConfirmationRecord) -> str:
     return EXPIRED if record.status == ConfirmationStatus.EXPIRED else ALREADY_ANSWERED
 
 
-async def proposal_workspace(store: SessionStore, record: ConfirmationRecord) -> dict[str, str]:
+async def proposal_workspace(store: TurnQueue, record: ConfirmationRecord) -> dict[str, str]:
     """The workspace of the turn that proposed the write (a reset expires what it archives)."""
     proposing = await store.get_turn(record.session, record.turn_id)
     return workspace_of(proposing.input if proposing is not None else None)

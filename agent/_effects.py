@@ -32,7 +32,7 @@ from agent._messages import JsonValue
 from agent._signals import CancellationSignal
 from agent._tool_values import Effect as EffectKind
 from agent._tool_values import to_json_value
-from agent.seams import Lease, ReceiptRecord, ReceiptStatus, SessionStore
+from agent.seams import Lease, Ledgers, ReceiptRecord, ReceiptStatus, SessionStore
 
 log = logging.getLogger(__name__)
 
@@ -269,7 +269,7 @@ class EffectCoordinator:
 
 
 async def resolve_receipt(
-    store: SessionStore,
+    store: Ledgers,
     session: str,
     key: str,
     *,

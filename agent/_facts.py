@@ -11,13 +11,13 @@ from typing import Any
 from agent._errors import ToolError
 from agent._messages import JsonValue
 from agent._tool_values import to_json_value
-from agent.seams import FactRecord, SessionStore
+from agent.seams import FactRecord, Ledgers
 
 
 class FactsView:
     def __init__(
         self,
-        store: SessionStore,
+        store: Ledgers,
         *,
         session: str,
         turn_id: str,

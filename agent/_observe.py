@@ -12,11 +12,11 @@ import inspect
 
 from agent._events import TurnEvent
 from agent._sinks import EventHub, Observer, Unsubscribe
-from agent.seams import SessionStore
+from agent.seams import StepLog
 
 
 async def observe_replayed(
-    hub: EventHub, store: SessionStore, key: str, callback: Observer, turn_id: str | None
+    hub: EventHub, store: StepLog, key: str, callback: Observer, turn_id: str | None
 ) -> Unsubscribe:
     buffered: list[TurnEvent] = []
     replaying = True

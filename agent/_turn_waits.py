@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from agent._errors import TurnNotFoundError
 from agent._turn_result import TurnResult
-from agent.seams import SessionStore, TurnStatus
+from agent.seams import TurnQueue, TurnStatus
 
 
 class _Watch:
@@ -33,7 +33,7 @@ class TurnWaits:
 
     async def wait(
         self,
-        store: SessionStore,
+        store: TurnQueue,
         key: str,
         turn_id: str,
         *,

@@ -1,6 +1,7 @@
 """What a store, a model adapter, a sink or a dispatcher author needs: the engine's seams.
 
-The engine stands on three: everything it persists goes through `SessionStore`, everything it
+The engine stands on three: everything it persists goes through `SessionStore` (composed of
+one Protocol per role: `TurnQueue`, `StepLog`, `Approvals`, `Ledgers`, `Retention`), everything it
 shows live through `EventSink`, every model call through `Model`. Between processes it can also
 use a `Dispatcher` (who runs which turn, now) and an `EventRelay` (live events from elsewhere).
 
@@ -85,13 +86,22 @@ from agent._records import (
 )
 from agent._redaction import Redactor
 from agent._requests import parked_request
-from agent._store_seam import SessionStore, StoreHandle
+from agent._store_seam import (
+    Approvals,
+    Ledgers,
+    Retention,
+    SessionStore,
+    StepLog,
+    StoreHandle,
+    TurnQueue,
+)
 from agent._turn_input import TurnInput
 
 __all__ = [
     "UNFINISHED",
     "Answerer",
     "ApprovalTimer",
+    "Approvals",
     "ArchivedGeneration",
     "ConfirmationRecord",
     "ConfirmationStatus",
@@ -105,6 +115,7 @@ __all__ = [
     "JsonValue",
     "Lease",
     "LeaseLostError",
+    "Ledgers",
     "Message",
     "MessageDelta",
     "Model",
@@ -120,6 +131,7 @@ __all__ = [
     "RelayHost",
     "RelayHub",
     "ResumeConflictError",
+    "Retention",
     "SchemaMismatchError",
     "SessionRecord",
     "SessionStatus",
@@ -127,6 +139,7 @@ __all__ = [
     "SessionSuspendedError",
     "StepCommit",
     "StepConflictError",
+    "StepLog",
     "StoreError",
     "StoreHandle",
     "StoreUnavailableError",
@@ -140,6 +153,7 @@ __all__ = [
     "TurnEvent",
     "TurnInput",
     "TurnKind",
+    "TurnQueue",
     "TurnRecord",
     "TurnStatus",
     "Usage",
