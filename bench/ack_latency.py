@@ -106,7 +106,7 @@ def bench_agent() -> tuple[Any, Any]:
 
 
 def bench_settings(url: str, api_url: str, *, run_turns: bool = True) -> Any:
-    from bot.settings import Settings
+    from bot.core.settings import Settings
 
     return Settings(
         DATABASE_URL=url,
@@ -148,8 +148,8 @@ def web_app() -> Any:
     import logging
 
     from bot.app import open_bot, serving_app
-    from bot.logs import setup_logging
-    from bot.settings import Settings
+    from bot.core.logs import setup_logging
+    from bot.core.settings import Settings
 
     settings = Settings()
     setup_logging(level="ERROR", fmt="text", secrets=settings.secrets())
@@ -164,7 +164,7 @@ def web_app() -> Any:
 
 def web_side(port: int, processes: int) -> None:
     """Serve exactly as `bot serve` does (uvicorn, its loop and parser, `processes` processes)."""
-    from bot.commands import run_web
+    from bot.cli.commands import run_web
 
     run_web("bench.ack_latency:web_app", host="127.0.0.1", port=port, processes=processes)
 

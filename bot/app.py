@@ -1,8 +1,8 @@
 """The running bot: engine, delivery, renderers and Bolt, wired once (the composition root).
 
-Served over HTTP by `bot.serving.serving_app` (the ASGI app and its lifespan), whose
-`/slack/events` is checked before Bolt sees it by `bot.slack_http`; the model comes from
-`bot.models`.
+Served over HTTP by `bot.core.serving.serving_app` (the ASGI app and its lifespan), whose
+`/slack/events` is checked before Bolt sees it by `bot.slack.http`; the model comes from
+`bot.core.models`.
 """
 
 from __future__ import annotations
@@ -27,27 +27,27 @@ if TYPE_CHECKING:
     from storage.redis.events import RedisEventRelay
 
 from agent import Agent, Model, Runtime, SessionStore, TurnEvent
-from bot import unavailable
-from bot.agent_entry import AgentEntry
-from bot.answers import AnswerHandler
 from bot.api import ApiService, ApiSettings, parse_tokens
-from bot.bolt_log import bolt_logger
-from bot.deny_reason import ModalSeal
-from bot.feedback import FeedbackHandler
-from bot.home import HomeTab
-from bot.listeners import ACKS_IN_FLIGHT, Listeners
-from bot.models import build_model as build_model  # `bot.app.build_model`, as before
-from bot.models import model_for
-from bot.oauth import Uninstalls, authorize, install_flow, open_stores
-from bot.rendering import RenderSettings
-from bot.rendering.pool import RendererPool
-from bot.resets import Resets
-from bot.serving import serving_app as serving_app  # `bot.app.serving_app`, as before
-from bot.settings import Settings
-from bot.slack_calls import make_client, make_render_client
-from bot.slack_clients import InstalledClients, SingleToken, SlackClients
-from bot.slack_http import events_response, oauth_response
-from bot.stops import Stops
+from bot.core.models import build_model as build_model  # `bot.app.build_model`, as before
+from bot.core.models import model_for
+from bot.core.serving import serving_app as serving_app  # `bot.app.serving_app`, as before
+from bot.core.settings import Settings
+from bot.slack import unavailable
+from bot.slack.agent_entry import AgentEntry
+from bot.slack.approval_clicks import AnswerHandler
+from bot.slack.bolt_log import bolt_logger
+from bot.slack.calls import make_client, make_render_client
+from bot.slack.clients import InstalledClients, SingleToken, SlackClients
+from bot.slack.deny_modal import ModalSeal
+from bot.slack.feedback import FeedbackHandler
+from bot.slack.home import HomeTab
+from bot.slack.http import events_response, oauth_response
+from bot.slack.listeners import ACKS_IN_FLIGHT, Listeners
+from bot.slack.oauth import Uninstalls, authorize, install_flow, open_stores
+from bot.slack.rendering import RenderSettings
+from bot.slack.rendering.pool import RendererPool
+from bot.slack.resets import Resets
+from bot.slack.stops import Stops
 from storage import SqlStore
 from storage.delivery.store import DeliveryStore
 from storage.installations import InstallationStores
@@ -76,7 +76,8 @@ class SlackBot:
         """`render_client`: the renderers' own client (`make_render_client`), else `client`.
         `clients`, `render_clients`: each workspace's, for work outside a Bolt listener (one
         token: `client` and `render_client` for every workspace). `installations`: installs
-        in many workspaces (`bot.oauth`); `client` is then Bolt's base client, with no token."""
+        in many workspaces (`bot.slack.oauth`); `client` is then Bolt's base client, with no
+        token."""
         self.settings = settings
         self.agent = agent
         self.runtime = runtime
@@ -269,7 +270,7 @@ class SlackBot:
     # HTTP ----------------------------------------------------------------------------------
 
     async def slack_events(self, request: Request) -> Response:
-        """Slack's requests, checked before Bolt sees them (`bot.slack_http`)."""
+        """Slack's requests, checked before Bolt sees them (`bot.slack.http`)."""
         return await events_response(
             request,
             verifier=self.verifier,
@@ -278,7 +279,7 @@ class SlackBot:
         )
 
     async def oauth(self, request: Request) -> Response:
-        """`/slack/install` and `/slack/oauth_redirect` (`bot.slack_http.oauth_response`)."""
+        """`/slack/install` and `/slack/oauth_redirect` (`bot.slack.http.oauth_response`)."""
         return await oauth_response(request, self.bolt)
 
     async def health(self, request: Request) -> Response:

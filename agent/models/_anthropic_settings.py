@@ -46,7 +46,7 @@ _build_stream_snapshot_type()
 class AnthropicSettings(BaseSettings):
     """Read once at start from `ANTHROPIC_*` variables, then passed to `AnthropicModel`.
 
-    The names are the bot's (`bot.settings`), so one environment configures either host.
+    The names are the bot's (`bot.core.settings`), so one environment configures either host.
     """
 
     model_config = SettingsConfigDict(

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 from starlette.requests import ClientDisconnect, Request
 
 from bot.api.errors import ApiError, invalid_body
-from bot.inbound import clean_text
+from bot.slack.inbound import clean_text
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -32,7 +32,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from bot.asgi_server import BackgroundServer
+from bot.core.asgi_server import BackgroundServer
 from bot.testing.agent_surfaces import AgentSurfaces
 from bot.testing.blocks import blocks_problem, tasks_shown
 from bot.testing.history_pages import page_of

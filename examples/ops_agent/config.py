@@ -14,7 +14,7 @@ from __future__ import annotations
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from bot.settings import DEFAULT_DATABASE_URL
+from bot.core.settings import DEFAULT_DATABASE_URL
 
 REFUND_POLICY = "refund-approvers"
 

@@ -39,7 +39,7 @@ POSTGRES_POOL_SIZE = 10
 SQLITE_GROUP_COMMIT = 64
 """Write transactions queued on the SQLite store's thread that commit together (one fsync)."""
 """Connections per PostgreSQL engine, and threads per store executor: ten, not SQLAlchemy's
-five, because a web process's acks (`bot.listeners.ACKS_IN_FLIGHT`) and a worker's concurrent
+five, because a web process's acks (`bot.slack.listeners.ACKS_IN_FLIGHT`) and a worker's concurrent
 sessions would otherwise queue or open and close overflow connections."""
 
 _SQLITE_DRIVERS = ("sqlite", "sqlite+pysqlite", "sqlite+aiosqlite")

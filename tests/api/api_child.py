@@ -20,8 +20,8 @@ from typing import Any
 
 from agent import Agent, ScriptedModel, ScriptedReply, ToolCall, tool
 from bot.app import open_bot
-from bot.asgi_server import BackgroundServer
-from bot.rendering import RenderSettings
+from bot.core.asgi_server import BackgroundServer
+from bot.slack.rendering import RenderSettings
 from tests.bot.harness import settings_for
 
 GATE_DIR: list[Path] = []

@@ -14,7 +14,7 @@ from pydantic import SecretStr
 from agent import ScriptedModel
 from bot.api import TokenError, parse_tokens
 from bot.api.routes import ROUTES
-from bot.settings import ConfigError, Settings
+from bot.core.settings import ConfigError, Settings
 from tests.api.agents import AGENT
 from tests.api.conftest import BY_USER, TOKENS, client
 from tests.api.contract import Contract
@@ -125,7 +125,7 @@ def test_malformed_api_tokens_stop_serve_without_quoting_a_token() -> None:
 
 
 def test_tokens_are_secrets_the_logs_scrub() -> None:
-    from bot.logs import setup_logging
+    from bot.core.logs import setup_logging
 
     settings = Settings(API_TOKENS=SecretStr(json.dumps(TOKENS)))
     assert set(TOKENS) <= set(settings.secrets())

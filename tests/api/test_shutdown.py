@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bot.commands import SHUTDOWN_GRACE_SECONDS
+from bot.cli.commands import SHUTDOWN_GRACE_SECONDS
 from tests.api.conftest import BY_USER, TOKENS, client
 from tests.api.sse_client import COMMENT, Frame, frames
 from tests.bot.harness import SECRET, TOKEN, eventually
@@ -38,7 +38,9 @@ def _free_port() -> int:
 @contextlib.asynccontextmanager
 async def _serve(env: dict[str, str], log: Path) -> AsyncIterator[children.Process]:
     with log.open("wb") as out:
-        proc = await children.start("bot.cli", "serve", env=env, stdout=out, stderr=out, group=True)
+        proc = await children.start(
+            "bot.cli.main", "serve", env=env, stdout=out, stderr=out, group=True
+        )
     try:
         yield proc
     finally:

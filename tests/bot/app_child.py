@@ -29,9 +29,9 @@ from slack_sdk.socket_mode.aiohttp import SocketModeClient
 
 from agent import ScriptedModel, StoreUnavailableError
 from bot.app import SlackBot, open_bot
-from bot.asgi_server import BackgroundServer
-from bot.rendering import RenderSettings
-from bot.socket_mode import SocketModeConnection, SocketModeError, run_socket_mode
+from bot.core.asgi_server import BackgroundServer
+from bot.slack.rendering import RenderSettings
+from bot.slack.socket_mode import SocketModeConnection, SocketModeError, run_socket_mode
 from storage import SqlStore
 from tests.bot import agents
 from tests.bot.harness import settings_for
@@ -148,7 +148,7 @@ async def main() -> int:
 
 
 async def _socket(bot: SlackBot, stop: asyncio.Event, *, crash_before_ack: bool) -> int:
-    """`bot socket`'s sequence (`bot.commands.socket_mode`), with the tests' ping interval."""
+    """`bot socket`'s sequence (`bot.cli.commands.socket_mode`), with the tests' ping interval."""
     connection = SocketModeConnection(
         bot, os.environ["SLACK_APP_TOKEN"], ping_interval=SOCKET_PING_SECONDS
     )

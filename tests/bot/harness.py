@@ -17,9 +17,9 @@ from pydantic import SecretStr
 
 from agent import Agent, TurnStatus
 from bot.app import SlackBot, open_bot
-from bot.asgi_server import BackgroundServer
-from bot.rendering import RenderSettings
-from bot.settings import Settings
+from bot.core.asgi_server import BackgroundServer
+from bot.core.settings import Settings
+from bot.slack.rendering import RenderSettings
 from bot.testing import SlackDriver, SlackStandIn
 from bot.testing.workspace import Message, is_request
 from storage import SqlStore

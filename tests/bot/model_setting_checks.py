@@ -12,7 +12,7 @@ from agent import AssistantMessage, ModelError, ModelSettings, TextBlock, UserMe
 from agent.models import DEFAULT_MODEL, family_of
 from agent.seams import ModelRequest
 from bot.app import build_model
-from bot.settings import Settings
+from bot.core.settings import Settings
 from tests.bot.setting_context import KEY, Ctx, hello
 from tests.support.anthropic_standin import http_error
 

@@ -24,11 +24,11 @@ from cryptography.fernet import Fernet
 from redis.asyncio import Redis
 
 from agent import PolicyAnswerer, ScriptedModel, load_agent
-from bot import commands
 from bot.app import SlackBot
-from bot.logs import JsonFormatter
-from bot.offline import LOCAL
-from bot.settings import Settings
+from bot.cli import commands
+from bot.cli.offline import LOCAL
+from bot.core.logs import JsonFormatter
+from bot.core.settings import Settings
 from bot.testing import sign_request
 from bot.testing.socket_mode import SocketModeStandIn
 from storage import SqlStore
@@ -122,7 +122,7 @@ async def serve(ctx: Ctx) -> None:
 
 async def clock(ctx: Ctx) -> None:
     """`CRON_GRACE_SECONDS` and the `PRUNE_*` ages: the clock `bot clock` runs."""
-    from bot.clock import Clock
+    from bot.core.clock import Clock
 
     await ctx.slack_env()
     ctx.set(
@@ -326,8 +326,8 @@ async def api(ctx: Ctx) -> None:
 async def bot_offline(ctx: Ctx) -> None:
     """`bot serve` with no credential at all serves the offline app: its bot runs the scripted
     model and talks to the Slack stand-in it started, on 127.0.0.1 only."""
-    from bot import serving as serving_module
-    from bot.cli import main
+    from bot.cli.main import main
+    from bot.core import serving as serving_module
 
     ctx.set(DATABASE_URL=ctx.db_url, BOT_OFFLINE="true")
     ran: dict[str, Any] = {}
@@ -337,8 +337,8 @@ async def bot_offline(ctx: Ctx) -> None:
     saved = (list(root.handlers), root.level)
     try:
         assert await asyncio.to_thread(main, ["serve"]) == 0
-        assert (ran["app"], ran["host"], ran["workers"]) == ("bot.offline:web_app", LOCAL, 1)
-        from bot.offline import web_app
+        assert (ran["app"], ran["host"], ran["workers"]) == ("bot.cli.offline:web_app", LOCAL, 1)
+        from bot.cli.offline import web_app
 
         served = web_app()
         async with served.router.lifespan_context(served):

@@ -15,7 +15,7 @@ import pytest
 from agent import ModelSettings, ScriptedModel, ScriptedReply, UserMessage
 from agent.seams import ModelRequest
 from bot.app import SlackBot, build_model, open_bot
-from bot.settings import Settings
+from bot.core.settings import Settings
 from bot.testing import SlackStandIn
 from tests.support.anthropic_standin import AnthropicStandin, Text, sse_reply
 

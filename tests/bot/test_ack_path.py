@@ -19,9 +19,9 @@ from typing import Any
 import httpx
 import pytest
 
-from bot.cli import main
-from bot.inbound import session_key
-from bot.listeners import ACKS_IN_FLIGHT
+from bot.cli.main import main
+from bot.slack.inbound import session_key
+from bot.slack.listeners import ACKS_IN_FLIGHT
 from bot.testing import SlackDriver
 from bot.testing.http import local_client
 from storage import SqlStore
@@ -178,7 +178,9 @@ async def serving(env: dict[str, str], log: Path) -> AsyncIterator[children.Proc
     """`bot serve` in a process group of its own: with `WEB_CONCURRENCY` it forks web processes,
     and a test that fails must not leave them running, so the whole group is killed after."""
     with log.open("wb") as out:
-        proc = await children.start("bot.cli", "serve", env=env, stdout=out, stderr=out, group=True)
+        proc = await children.start(
+            "bot.cli.main", "serve", env=env, stdout=out, stderr=out, group=True
+        )
     try:
         yield proc
     finally:

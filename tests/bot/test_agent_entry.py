@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from bot.agent_entry import MESSAGES_TITLE, PROMPTS_TITLE
+from bot.slack.agent_entry import MESSAGES_TITLE, PROMPTS_TITLE
 from tests.bot.agents import PROMPTED, SIMPLE, model
 from tests.bot.harness import eventually, replies
 

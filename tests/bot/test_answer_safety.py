@@ -9,8 +9,8 @@ import dataclasses
 
 import pytest
 
-from bot.approvals import ApprovalRef
-from bot.inbound import session_key
+from bot.slack.approval_blocks import ApprovalRef
+from bot.slack.inbound import session_key
 from tests.bot.agents import AGENT, HOLDS, REFUND, hold_model, model
 from tests.bot.harness import approval, buttons, eventually, idle, replies
 

@@ -21,11 +21,11 @@ from anthropic.types import ModelParam
 from agent import AnthropicSettings, ModelError, ModelSettings, UserMessage
 from agent.models import DEFAULT_MODEL, family_of
 from agent.seams import ModelRequest
-from bot import commands
 from bot.app import build_model
-from bot.cli import main
-from bot.models import model_for
-from bot.settings import ConfigError, Settings
+from bot.cli import commands
+from bot.cli.main import main
+from bot.core.models import model_for
+from bot.core.settings import ConfigError, Settings
 from tests.support.anthropic_standin import AnthropicStandin, Text, http_error, sse_reply
 
 KEY = "sk-ant-api03-config-test-key"
@@ -368,7 +368,7 @@ async def test_a_web_process_that_runs_no_turns_does_not_load_the_sdk(
 async def test_a_deferred_model_builds_on_the_first_turn_and_streams_it(
     env: pytest.MonkeyPatch, api: AnthropicStandin
 ) -> None:
-    from bot.deferred_model import DeferredModel
+    from bot.core.deferred_model import DeferredModel
 
     env.setenv("ANTHROPIC_BASE_URL", api.base_url)
     built: list[Any] = []

@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from bot.approvals import NO_LONGER_PENDING
-from bot.inbound import session_key
+from bot.slack.approval_blocks import NO_LONGER_PENDING
+from bot.slack.inbound import session_key
 from tests.bot.agents import (
     AGENT,
     BOSS,

@@ -23,7 +23,7 @@ import pytest
 from sqlalchemy import func, select
 
 from agent.models import opening_text
-from bot.inbound import session_key
+from bot.slack.inbound import session_key
 from bot.testing import SlackStandIn
 from bot.testing.workspace import Message
 from storage.delivery.schema import DELIVERY_TABLES

@@ -9,9 +9,9 @@ import pytest
 
 from agent import Agent, Schedule, ScriptedModel, ScriptedReply
 from bot.app import open_bot
-from bot.asgi_server import BackgroundServer
-from bot.clock import Clock, cron_session
-from bot.cron import Cron, CronError
+from bot.core.asgi_server import BackgroundServer
+from bot.core.clock import Clock, cron_session
+from bot.core.cron import Cron, CronError
 from bot.testing import SlackDriver
 from tests.bot.agents import BOSS, REFUND, issue_refund, model
 from tests.bot.harness import (

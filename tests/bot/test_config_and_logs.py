@@ -8,9 +8,9 @@ import logging
 
 import pytest
 
-from bot.cli import main
-from bot.logs import setup_logging
-from bot.settings import ConfigError, Settings
+from bot.cli.main import main
+from bot.core.logs import setup_logging
+from bot.core.settings import ConfigError, Settings
 from tests.bot.agents import AGENT, SIMPLE, model
 from tests.bot.harness import SECRET, TOKEN, eventually, idle, replies
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 from agent import ScriptedModel, ScriptedReply
-from bot.inbound import session_key
+from bot.slack.inbound import session_key
 from tests.bot.agents import AGENT, REFUND, SIMPLE, model
 from tests.bot.harness import approval, eventually, idle, replies
 

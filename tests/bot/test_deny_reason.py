@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from bot.inbound import session_key
+from bot.slack.inbound import session_key
 from bot.testing.agent_surfaces import TRIGGER_LIFETIME
 from bot.testing.workspace import Trigger
 from tests.bot.agents import AGENT, REFUND, model

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 
-from bot.inbound import session_key
+from bot.slack.inbound import session_key
 from tests.bot.agents import AGENT, SIMPLE, model
 from tests.bot.harness import SECRET, eventually, idle, replies
 

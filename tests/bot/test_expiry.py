@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from bot.approvals import EXPIRED
-from bot.clock import Clock
-from bot.inbound import session_key
+from bot.core.clock import Clock
+from bot.slack.approval_blocks import EXPIRED
+from bot.slack.inbound import session_key
 from tests.bot.agents import AGENT, TIMED, model, timed_hold_reply
 from tests.bot.harness import approval, buttons, eventually, idle, replies
 

@@ -10,9 +10,9 @@ import json
 
 import pytest
 
-from bot import cli
-from bot.inbound import session_key, turn_id_for
-from bot.ops_cli import feedback_command
+from bot.cli import main as cli
+from bot.cli.ops import feedback_command
+from bot.slack.inbound import session_key, turn_id_for
 from tests.bot.agents import AGENT, REFUND, SIMPLE, model
 from tests.bot.harness import approval, buttons, eventually, feedback_buttons, idle, replies
 

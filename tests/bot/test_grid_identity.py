@@ -13,8 +13,8 @@ from urllib.parse import urlencode
 
 import pytest
 
-from bot.inbound import session_key
-from bot.resets import RESET_SHORTCUT
+from bot.slack.inbound import session_key
+from bot.slack.resets import RESET_SHORTCUT
 from tests.bot.agents import AGENT, REFUND, model
 from tests.bot.harness import (
     Running,

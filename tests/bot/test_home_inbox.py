@@ -9,9 +9,9 @@ from urllib.parse import urlencode
 
 import pytest
 
-from bot.approvals import ApprovalRef
-from bot.home import EMPTY
-from bot.inbound import session_key
+from bot.slack.approval_blocks import ApprovalRef
+from bot.slack.home import EMPTY
+from bot.slack.inbound import session_key
 from tests.bot.agents import AGENT, BOSS, POLICY, REFUND, model
 from tests.bot.harness import approval, eventually, idle, replies
 

@@ -28,9 +28,9 @@ from agent import MessageDelta, ScriptedReply
 from agent.models import opening_text
 from agent.seams import ModelEvent, ModelRequest, TextDelta, ThinkingDelta
 from bot.app import SlackBot, open_bot
-from bot.asgi_server import BackgroundServer
-from bot.inbound import session_key
-from bot.rendering.progress import progress_line
+from bot.core.asgi_server import BackgroundServer
+from bot.slack.inbound import session_key
+from bot.slack.rendering.progress import progress_line
 from bot.testing import SlackDriver, SlackStandIn
 from bot.testing.workspace import Message, is_request
 from tests.bot.agents import AGENT

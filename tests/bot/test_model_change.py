@@ -18,7 +18,7 @@ from anthropic import AsyncAnthropic
 
 from agent import AnthropicModel, AssistantMessage
 from agent._stops import DECLINED
-from bot.inbound import session_key
+from bot.slack.inbound import session_key
 from tests.bot.agents import AGENT
 from tests.bot.harness import approval, buttons, eventually, idle, replies
 from tests.support.anthropic_signatures import signer

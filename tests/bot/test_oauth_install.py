@@ -25,10 +25,10 @@ from sqlalchemy import delete, select, update
 
 from agent import Agent, Schedule, ScriptedModel, ScriptedReply
 from agent.seams import ModelEvent, ModelRequest
-from bot.clock import Clock
-from bot.commands import clock_team
-from bot.inbound import session_key
-from bot.slack_clients import UNINSTALLED
+from bot.cli.commands import clock_team
+from bot.core.clock import Clock
+from bot.slack.clients import UNINSTALLED
+from bot.slack.inbound import session_key
 from bot.testing import SlackDriver, SlackStandIn
 from bot.testing.http import local_client
 from storage.installations.schema import INSTALLATION_TABLES, slack_bots, slack_oauth_states

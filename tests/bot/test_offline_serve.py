@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
-from bot.settings import CREDENTIALS
+from bot.core.settings import CREDENTIALS
 from bot.testing.http import local_client
 from tests.bot.harness import eventually
 from tests.support import children
@@ -103,7 +103,7 @@ async def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> AsyncItera
     log = tmp_path / "serve.log"
     with log.open("wb") as out:
         proc = await children.start(
-            "bot.cli", "serve", "--offline", env=env, stdout=out, stderr=out, group=True
+            "bot.cli.main", "serve", "--offline", env=env, stdout=out, stderr=out, group=True
         )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -225,7 +225,7 @@ async def test_offline_beside_a_real_token_is_refused_in_one_line(
         "SLACK_BOT_TOKEN": token,
         "BOT_OFFLINE": "true",
     }
-    ran = await children.run("bot.cli", "serve", env=env)
+    ran = await children.run("bot.cli.main", "serve", env=env)
     assert ran.returncode == 2
     assert ran.stderr.splitlines() == [ran.stderr.strip()], "one line"
     assert "SLACK_BOT_TOKEN is set" in ran.stderr

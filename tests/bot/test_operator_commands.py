@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.inbound import session_key
+from bot.slack.inbound import session_key
 from tests.bot.agents import AGENT, GATE, LONG, REFUND, model
 from tests.bot.harness import approval, eventually, idle, replies
 from tests.support import children
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.usefixtures("serving")
 
 
 async def _cancel(db_url: str, *args: str) -> children.Ran:
-    return await children.run("bot.cli", "cancel", *args, "--database-url", db_url)
+    return await children.run("bot.cli.main", "cancel", *args, "--database-url", db_url)
 
 
 async def test_bot_cancel_stops_a_streaming_reply_and_the_thread_says_so(db_url, launch, standin):

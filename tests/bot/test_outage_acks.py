@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from agent import ScriptedModel
-from bot.inbound import session_key
+from bot.slack.inbound import session_key
 from tests.bot.agents import AGENT, SIMPLE
 from tests.bot.harness import eventually, rendered_out, replies
 from tests.support.tcp_proxy import TcpProxy
@@ -23,10 +23,10 @@ CHANNEL = "C0OUTAGE"
 REQUESTS = 5
 PATH = {
     "bot.app",
-    "bot.slack_http",
-    "bot.listeners",
-    "bot.unavailable",
-    "bot.inbound",
+    "bot.slack.http",
+    "bot.slack.listeners",
+    "bot.slack.unavailable",
+    "bot.slack.inbound",
     "uvicorn.error",
 }
 

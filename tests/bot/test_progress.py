@@ -20,7 +20,7 @@ from anthropic import AsyncAnthropic
 
 from agent import AnthropicModel
 from agent.seams import ModelEvent, ModelReply, ModelRequest, ThinkingDelta
-from bot.rendering.progress import progress_line
+from bot.slack.rendering.progress import progress_line
 from bot.testing import SlackStandIn
 from tests.bot.agents import AGENT
 from tests.bot.harness import eventually, idle, replies

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from redis.asyncio import Redis
 
-from bot.inbound import session_key
+from bot.slack.inbound import session_key
 from tests.bot.agents import AGENT, SIMPLE, model
 from tests.bot.harness import eventually, idle, replies
 

@@ -10,14 +10,14 @@ import itertools
 import logging
 
 from agent import TurnStatus
-from bot.inbound import session_key
-from bot.rendering import RenderSettings
-from bot.slack_clients import UNINSTALLED
+from bot.slack.clients import UNINSTALLED
+from bot.slack.inbound import session_key
+from bot.slack.rendering import RenderSettings
 from tests.bot.agents import AGENT, GATE, LONG, SIMPLE, model
 from tests.bot.harness import eventually
 
 CHANNEL = "C0BACK"
-POOL_LOG = "bot.rendering.pool"
+POOL_LOG = "bot.slack.rendering.pool"
 
 
 def reads(standin):

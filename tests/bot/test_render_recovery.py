@@ -28,10 +28,10 @@ import pytest
 
 from agent import Runtime, SessionStore, TurnEvent
 from agent.seams import TurnRecord
-from bot.inbound import session_key
-from bot.rendering import LeaseLost, RenderSettings, SessionRenderer
-from bot.rendering.parts import Target
-from bot.slack_calls import make_render_client
+from bot.slack.calls import make_render_client
+from bot.slack.inbound import session_key
+from bot.slack.rendering import LeaseLost, RenderSettings, SessionRenderer
+from bot.slack.rendering.parts import Target
 from bot.testing import SlackStandIn
 from bot.testing.workspace import Message, is_request
 from storage import SqlStore

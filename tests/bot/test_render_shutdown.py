@@ -12,8 +12,8 @@ import time
 import pytest
 
 from agent import MessageDelta
-from bot.inbound import session_key
-from bot.rendering import RenderSettings
+from bot.slack.inbound import session_key
+from bot.slack.rendering import RenderSettings
 from tests.bot.agents import AGENT, GATE, LONG, SIMPLE, model
 from tests.bot.harness import eventually, replies
 

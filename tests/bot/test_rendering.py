@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.rendering import RenderSettings
+from bot.slack.rendering import RenderSettings
 from tests.bot.agents import AGENT, GATE, GATED, SIMPLE, model
 from tests.bot.harness import eventually, idle, replies
 

@@ -13,8 +13,8 @@ import time
 from typing import Any
 from urllib.parse import urlencode
 
-from bot.inbound import session_key
-from bot.resets import RESET_SHORTCUT
+from bot.slack.inbound import session_key
+from bot.slack.resets import RESET_SHORTCUT
 from bot.testing import SlackStandIn
 from tests.bot.agents import AGENT, SIMPLE, model
 from tests.bot.harness import Running, eventually, idle, replies, settled
@@ -195,7 +195,7 @@ async def test_without_a_response_url_the_answer_is_an_ephemeral_in_the_thread(
 async def test_a_shortcut_payload_of_a_shape_slack_never_sends_changes_nothing(
     db_url, launch, standin
 ):
-    """Signed but unreadable (`bot.payload_shape`): a 200 that does nothing, never a 5xx that
+    """Signed but unreadable (`bot.slack.payload_shape`): a 200 that does nothing, never a 5xx that
     Slack would send again."""
     app = await launch(db_url, AGENT, model(SIMPLE))
     ts = await _conversation(app, standin)

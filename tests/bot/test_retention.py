@@ -7,9 +7,9 @@ from __future__ import annotations
 import asyncio
 import time
 
-from bot.clock import Clock
-from bot.inbound import session_key
-from bot.retention import Retention
+from bot.core.clock import Clock
+from bot.core.retention import Retention
+from bot.slack.inbound import session_key
 from tests.bot.agents import AGENT, SIMPLE, model
 from tests.bot.harness import eventually, idle, replies
 

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from agent.models import DEFAULT_MODEL
-from bot.demo import CHANNEL
+from bot.cli.demo import CHANNEL
 from bot.testing.http import local_client
 from tests.bot.harness import eventually
 from tests.support import children
@@ -60,7 +60,7 @@ async def sandbox(monkeypatch: pytest.MonkeyPatch, **env: str) -> AsyncIterator[
     """`bot sandbox --port 0`, once it printed its URL, model and database."""
     for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL"):
         monkeypatch.delenv(name, raising=False)
-    proc = await children.start("bot.cli", "sandbox", "--port", "0", env=env, group=True)
+    proc = await children.start("bot.cli.main", "sandbox", "--port", "0", env=env, group=True)
     try:
         printed = [await children.wait_line(proc, "sandbox: open ", within=90)]
         printed.append(await children.wait_line(proc, "model: "))

@@ -11,7 +11,7 @@ from sqlalchemy import select
 from agent import Agent, ScriptedModel, ScriptedReply, ToolCall, ToolMessage, tool
 from agent.seams import ModelRequest
 from bot.app import engine_secrets
-from bot.settings import Settings
+from bot.core.settings import Settings
 from bot.testing import SlackStandIn
 from storage.delivery.schema import DELIVERY_TABLES
 from storage.sql.dialects import dialect_for

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from agent import TurnStatus
-from bot.inbound import session_key
+from bot.slack.inbound import session_key
 from bot.testing import SlackDriver, SlackStandIn
 from bot.testing.socket_mode import APP_TOKEN, Envelope, SocketModeStandIn
 from storage import SqlStore

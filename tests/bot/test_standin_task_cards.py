@@ -12,7 +12,7 @@ import pytest
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.rendering.content import PartContent, message_body
+from bot.slack.rendering.content import PartContent, message_body
 from bot.testing.standin import SlackStandIn
 from bot.testing.workspace import is_request
 

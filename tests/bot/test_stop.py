@@ -11,8 +11,8 @@ import json
 import pytest
 
 from agent import STOP_POLICY, Agent, AnswerRequest
-from bot.approvals import NO_LONGER_PENDING
-from bot.inbound import session_key
+from bot.slack.approval_blocks import NO_LONGER_PENDING
+from bot.slack.inbound import session_key
 from tests.bot.agents import AGENT, GATE, LONG, LONG_THEN_LOOKUP, REFUND, model
 from tests.bot.harness import approval, eventually, idle, replies
 

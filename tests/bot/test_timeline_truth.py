@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from agent import ScriptedModel, ScriptedReply, ToolCall
-from bot.clock import Clock
-from bot.inbound import session_key
+from bot.core.clock import Clock
+from bot.slack.inbound import session_key
 from bot.testing.workspace import Message
 from tests.bot.agents import AGENT, REFUND, TIMED, hold_model, model, timed_hold_reply
 from tests.bot.harness import Running, approval, buttons, eventually, idle, replies

@@ -19,7 +19,7 @@ from cryptography.fernet import Fernet
 from pydantic import SecretStr
 from sqlalchemy import update
 
-from bot.inbound import session_key
+from bot.slack.inbound import session_key
 from bot.testing import SlackStandIn
 from bot.testing.http import local_client
 from storage.installations.schema import INSTALLATION_TABLES, slack_bots
@@ -93,7 +93,7 @@ async def rotate(url: str, listed: str) -> tuple[int, str, str]:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "bot.cli",
+        "bot.cli.main",
         "db",
         "rotate-token-key",
         cwd=ROOT / "tests",  # no .env there

@@ -66,7 +66,7 @@ REGISTERED = {
     "Model": {
         "agent.models._scripted.ScriptedModel": ("scripted",),
         "agent.models._anthropic.AnthropicModel": ("anthropic",),
-        "bot.deferred_model.DeferredModel": ("deferred",),
+        "bot.core.deferred_model.DeferredModel": ("deferred",),
     },
 }
 

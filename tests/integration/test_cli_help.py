@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import _parser
+from bot.cli.main import _parser
 
 SCRIPT = Path(sys.executable).with_name("bot")
 

@@ -30,7 +30,7 @@ from agent import (
     resolve_receipt,
     tool,
 )
-from bot.asgi_server import BackgroundServer
+from bot.core.asgi_server import BackgroundServer
 from bot.testing.http import local_client
 from tests.support import children
 from tests.support.confirmations import approve_pending, turn_and_approve

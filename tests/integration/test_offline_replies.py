@@ -1,4 +1,4 @@
-"""The offline scripted model (`bot.offline_replies`) drives the example agent's real tools
+"""The offline scripted model (`bot.cli.offline_replies`) drives the example agent's real tools
 through the engine: an order placed and looked up, a refund that asks the requester first and
 proposes nothing when they say no (quoting why), one that proposes what is left when they say
 yes, and an honest echo for anything else or another agent. (`tests/bot/test_offline_serve.py`
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agent import Agent, Runtime, ScriptedModel, TurnStatus, load_agent, tool
-from bot.offline_replies import ops_reply
+from bot.cli.offline_replies import ops_reply
 from storage import SqlStore
 from tests.support.hitl_fixtures import slack_event
 

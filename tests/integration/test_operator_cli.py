@@ -1,4 +1,4 @@
-"""The operator's command line, run as an operator runs it (a subprocess of `bot.cli`) against
+"""The operator's command line, run as an operator runs it (a subprocess of `bot.cli.main`) against
 SQLite and PostgreSQL: `bot approvals`, `bot turns [--stuck]`, `bot cancel`, `bot reset`, each
 in text and `--json` (JSON lines), and their one-line errors.
 
@@ -41,7 +41,7 @@ S2 = "slack:T1:C2:1700000001.000200"
 
 
 async def _bot(*args: str) -> children.Ran:
-    return await children.run("bot.cli", *args)
+    return await children.run("bot.cli.main", *args)
 
 
 def _lines(done: children.Ran) -> list[dict[str, Any]]:

@@ -27,7 +27,7 @@ from tests.support.hitl_fixtures import slack_event
 
 
 async def _bot(*args: str) -> children.Ran:
-    return await children.run("bot.cli", *args)
+    return await children.run("bot.cli.main", *args)
 
 
 @tool(effect="write", confirmation="required")

@@ -24,7 +24,7 @@ from agent import (
     TurnStatus,
     tool,
 )
-from bot.retention import Retention, run_prune
+from bot.core.retention import Retention, run_prune
 from storage import SqlStore
 from storage.delivery.store import DeliveryStore, Post, PostUpdate
 from storage.sql.schema import turns
@@ -217,7 +217,9 @@ async def test_bot_prune_as_an_operator_runs_it(sql_url: str) -> None:
         steps_before = len(await store.load_steps(KEY, "T1"))
 
         base = ("prune", "--database-url", sql_url)
-        dry = await children.run("bot.cli", *base, "--older-than", "30d", "--dry-run", "--json")
+        dry = await children.run(
+            "bot.cli.main", *base, "--older-than", "30d", "--dry-run", "--json"
+        )
         assert dry.returncode == 0, dry.stderr
         counted = json.loads(dry.stdout)
         assert counted["dry_run"] is True
@@ -225,15 +227,15 @@ async def test_bot_prune_as_an_operator_runs_it(sql_url: str) -> None:
         assert counted["steps"] == 2 * steps_before
         assert len(await store.load_steps(KEY, "T1")) == steps_before  # a dry run changes nothing
 
-        kept = await children.run("bot.cli", *base, "--older-than", "32d", "--json")
+        kept = await children.run("bot.cli.main", *base, "--older-than", "32d", "--json")
         assert json.loads(kept.stdout)["turns"] == 0  # they are 31 days old, not 32
 
-        pruned = await children.run("bot.cli", *base, "--older-than", "30d", "--batch", "1")
+        pruned = await children.run("bot.cli.main", *base, "--older-than", "30d", "--batch", "1")
         assert pruned.returncode == 0, pruned.stderr
         assert pruned.stdout.startswith("pruned 2 finished turn(s)")
         assert f"({counted['steps']} steps, {counted['events']} events)" in pruned.stdout
         assert await store.load_steps(KEY, "T1") == {}
-        again = await children.run("bot.cli", *base, "--older-than", "30d", "--json")
+        again = await children.run("bot.cli.main", *base, "--older-than", "30d", "--json")
         assert json.loads(again.stdout)["turns"] == 0
     finally:
         await store.close()
@@ -248,7 +250,7 @@ async def test_bot_prune_refuses_what_it_cannot_read_in_one_line(sql_url: str) -
         (("--older-than", "30d", "--batch", "0"), "--batch '0'"),
         ((), "give --older-than"),
     ]:
-        ran = await children.run("bot.cli", *base, *args, env={"PRUNE_OLDER_THAN": ""})
+        ran = await children.run("bot.cli.main", *base, *args, env={"PRUNE_OLDER_THAN": ""})
         assert ran.returncode == 2, (args, ran.stderr)
         assert ran.stdout == ""
         lines = ran.stderr.strip().splitlines()

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from bot.approvals import APPROVE, DENY
+from bot.slack.approval_blocks import APPROVE, DENY
 
 pytestmark = [pytest.mark.long, pytest.mark.timeout(300)]
 

@@ -35,7 +35,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from bot.asgi_server import BackgroundServer
+from bot.core.asgi_server import BackgroundServer
 from tests.support.anthropic_cache import PromptCache, cache_control_problem
 from tests.support.anthropic_context import (
     BETA_FIELDS,

@@ -42,8 +42,8 @@ import httpx
 import psycopg
 
 from agent import ReceiptStatus
-from bot.inbound import session_key
-from bot.rendering.parts import TASK_MARKS
+from bot.slack.inbound import session_key
+from bot.slack.rendering.parts import TASK_MARKS
 from bot.testing import SlackDriver, SlackStandIn
 from bot.testing.workspace import Message, is_request
 from storage import SqlStore, upgrade_database

@@ -24,7 +24,7 @@ from agent import (
     ToolCall,
 )
 from agent.seams import ContentBlock, ModelEvent, ModelReply, ModelRequest, StreamRestart, TextDelta
-from bot.deferred_model import DeferredModel
+from bot.core.deferred_model import DeferredModel
 from tests.support.anthropic_standin import (
     AnthropicStandin,
     ContentSpec,
@@ -148,7 +148,7 @@ class AnthropicHarness:
 @dataclass
 class DeferredHarness(AnthropicHarness):
     """`DeferredModel` building `AnthropicModel` on the first call, as a web process that runs
-    no turns does (`bot.deferred_model`): it must keep every promise of the model it wraps."""
+    no turns does (`bot.core.deferred_model`): it must keep every promise of the model it wraps."""
 
     model: DeferredModel = field(init=False)  # type: ignore[assignment]
 

@@ -7,7 +7,7 @@ import asyncio
 import sys
 
 from bot.app import open_bot
-from bot.settings import Settings
+from bot.core.settings import Settings
 
 
 async def main() -> None:

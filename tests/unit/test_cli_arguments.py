@@ -1,4 +1,4 @@
-"""The operator commands' arguments are read without the engine (`bot.operator.arguments`), so
+"""The operator commands' arguments are read without the engine (`bot.cli.operator.arguments`), so
 the defaults they share with the engine and the bot are written there a second time: each is
 held equal to its source here, and a value that cannot be read is a usage error, never a
 traceback."""
@@ -10,8 +10,8 @@ import argparse
 import pytest
 
 from agent import ReceiptStatus
-from bot.operator import arguments
-from bot.settings import Settings
+from bot.cli.operator import arguments
+from bot.core.settings import Settings
 
 
 def test_the_receipt_statuses_are_the_engines() -> None:

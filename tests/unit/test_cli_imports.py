@@ -1,7 +1,7 @@
 """The command line imports only what the command it runs needs, checked in a fresh interpreter
 by what `sys.modules` holds afterwards (no timing: `bench/cli_startup.py` measures the time).
 
-- Importing `bot.cli` imports neither the Anthropic SDK, nor Bolt or the Slack SDK, nor the web
+- Importing `bot.cli.main` imports neither the Anthropic SDK, nor Bolt or the Slack SDK, nor the web
   server; reading any command's arguments (`--help`) imports neither the engine, nor pydantic,
   nor SQLAlchemy: help and usage errors answer at once.
 - An operator command on SQLite imports no Slack, Anthropic or web-server code, no Alembic, no
@@ -42,7 +42,7 @@ def _imported_after(code: str, roots: tuple[str, ...]) -> list[str]:
 
 
 def test_importing_the_command_line_imports_no_app() -> None:
-    assert _imported_after("import bot.cli", APP + ENGINE) == []
+    assert _imported_after("import bot.cli.main", APP + ENGINE) == []
 
 
 @pytest.mark.parametrize(
@@ -51,7 +51,7 @@ def test_importing_the_command_line_imports_no_app() -> None:
 def test_reading_the_arguments_imports_neither_engine_nor_app(command: list[str]) -> None:
     code = (
         "import contextlib, io\n"
-        "from bot.cli import main\n"
+        "from bot.cli.main import main\n"
         "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
         f"    main({[*command, '--help']!r})\n"
     )
@@ -61,7 +61,7 @@ def test_reading_the_arguments_imports_neither_engine_nor_app(command: list[str]
 def test_an_operator_command_on_sqlite_imports_only_what_it_uses(sqlite_url: str) -> None:
     code = (
         "import contextlib, io\n"
-        "from bot.cli import main\n"
+        "from bot.cli.main import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         f"    assert main(['approvals', '--database-url', {sqlite_url!r}]) == 0\n"
     )
@@ -72,7 +72,7 @@ def test_an_operator_command_on_sqlite_imports_only_what_it_uses(sqlite_url: str
 def test_db_current_opens_no_store(sqlite_url: str) -> None:
     code = (
         "import contextlib, io\n"
-        "from bot.cli import main\n"
+        "from bot.cli.main import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         f"    assert main(['db', 'current', '--database-url', {sqlite_url!r}]) == 0\n"
     )

@@ -13,7 +13,7 @@ from anthropic import AsyncAnthropic
 
 from agent import AnthropicModel, ModelSettings, ScriptedModel
 from agent.seams import model_compacts
-from bot.deferred_model import DeferredModel
+from bot.core.deferred_model import DeferredModel
 from tests.support.plain_model import PlainModel
 
 NEW = "claude-opus-5-5"

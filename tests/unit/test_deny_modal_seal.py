@@ -6,8 +6,8 @@ from __future__ import annotations
 import base64
 import json
 
-from bot.approvals import ApprovalRef
-from bot.deny_reason import MAX_AGE, ModalSeal, Opened, deny_modal, reason_of
+from bot.slack.approval_blocks import ApprovalRef
+from bot.slack.deny_modal import MAX_AGE, ModalSeal, Opened, deny_modal, reason_of
 from bot.testing.blocks import view_problem
 
 REF = ApprovalRef(

@@ -15,7 +15,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 from pydantic import AliasChoices
 
-from bot.settings import Settings
+from bot.core.settings import Settings
 from examples.ops_agent.config import OpsConfig
 
 ROOT = Path(__file__).resolve().parents[2]

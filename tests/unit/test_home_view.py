@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.approvals import APPROVE, DENY, ApprovalRef
-from bot.home import EMPTY, MAX_LISTED, home_view, ref_of
+from bot.slack.approval_blocks import APPROVE, DENY, ApprovalRef
+from bot.slack.home import EMPTY, MAX_LISTED, home_view, ref_of
 from bot.testing.blocks import view_problem
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from slack_bolt.request.internals import extract_enterprise_id, extract_team_id
 
-from bot.identity import principal_of, workspace_of
+from bot.slack.identity import principal_of, workspace_of
 
 TEAM, ORG, ALICE = "T0DEMO", "E0ORG", "W0ALICE"
 

@@ -8,8 +8,8 @@ import pytest
 from cryptography.fernet import Fernet
 from pydantic import SecretStr
 
-from bot.settings import ConfigError, Settings
-from bot.slack_scopes import install_scopes
+from bot.core.settings import ConfigError, Settings
+from bot.slack.scopes import install_scopes
 
 SECRET = "client-secret-0123456789abcdef"
 

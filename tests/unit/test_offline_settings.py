@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from bot.settings import CREDENTIALS, ConfigError, Settings
+from bot.core.settings import CREDENTIALS, ConfigError, Settings
 from tests.unit.test_deploy_files import env_example
 
 REAL = "xoxb-1234-5678-realLookingValue"

@@ -8,9 +8,9 @@ import argparse
 
 import pytest
 
-from bot.operator.arguments import age_seconds, slack_domain
-from bot.operator.links import ThreadPlace
-from bot.operator.output import duration, one_line
+from bot.cli.operator.arguments import age_seconds, slack_domain
+from bot.cli.operator.links import ThreadPlace
+from bot.cli.operator.output import duration, one_line
 
 THREAD = ThreadPlace(team="T1", channel="C1", thread_ts="1700000000.000100")
 

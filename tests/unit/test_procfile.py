@@ -8,7 +8,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from bot.settings import Settings
+from bot.core.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 

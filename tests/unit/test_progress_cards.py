@@ -1,6 +1,6 @@
-"""The reply's progress cards (`bot.rendering.progress`): one line, replaced as it grows without
-a chunk per word, settled rather than reported as a call that never ran, and never counted as
-one of the turn's tool calls."""
+"""The reply's progress cards (`bot.slack.rendering.progress`): one line, replaced as it grows
+without a chunk per word, settled rather than reported as a call that never ran, and never
+counted as one of the turn's tool calls."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Any, cast
 from slack_sdk.models.messages.chunk import TaskUpdateChunk
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.rendering.outcomes import NOTHING_TO_ADD, summary
-from bot.rendering.parts import ReplyPart, Target
-from bot.rendering.progress import MAX_LINE, progress_line, settle_progress, show_progress
+from bot.slack.rendering.outcomes import NOTHING_TO_ADD, summary
+from bot.slack.rendering.parts import ReplyPart, Target
+from bot.slack.rendering.progress import MAX_LINE, progress_line, settle_progress, show_progress
 
 
 def part() -> ReplyPart:

@@ -158,7 +158,7 @@ def test_an_ordinary_error_is_not_a_database_error() -> None:
 
 
 def test_the_log_filter_scrubs_the_shared_shapes() -> None:
-    from bot.logs import Redactor as LogRedactor
+    from bot.core.logs import Redactor as LogRedactor
 
     record = logging.LogRecord(
         "x",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.retention import AgeError, Retention, parse_age
-from bot.settings import ConfigError, Settings
+from bot.core.retention import AgeError, Retention, parse_age
+from bot.core.settings import ConfigError, Settings
 
 
 @pytest.mark.parametrize(

@@ -10,8 +10,8 @@ import pytest
 
 from agent import Runtime, ScriptedModel, ToolCall, TurnStatus, UserMessage
 from agent.seams import ModelRequest
-from bot.demo import DEMO_AGENT
-from bot.sandbox.script import sandbox_reply
+from bot.cli.demo import DEMO_AGENT
+from bot.cli.sandbox.script import sandbox_reply
 from storage import SqlStore
 
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import yaml
 
-from bot.listeners import HANDLED_EVENTS
-from bot.resets import RESET_SHORTCUT
-from bot.settings import Settings
+from bot.core.settings import Settings
+from bot.slack.listeners import HANDLED_EVENTS
+from bot.slack.resets import RESET_SHORTCUT
 
 ROOT = Path(__file__).resolve().parents[2]
 

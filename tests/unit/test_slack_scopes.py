@@ -1,5 +1,5 @@
 """The scopes the Slack app asks for follow from the code: every Web API method the bot calls is
-listed in `bot.slack_scopes` with the scopes Slack's method docs name, and `manifest.yml` asks
+listed in `bot.slack.scopes` with the scopes Slack's method docs name, and `manifest.yml` asks
 for exactly those plus what its events and features need. A method added without its scope
 fails here, not with `missing_scope` in someone's workspace; a scope nothing uses fails too
 (a workspace admin approves every scope an app asks for)."""
@@ -15,7 +15,7 @@ import yaml
 from slack_sdk.web.async_chat_stream import AsyncChatStream
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.slack_scopes import (
+from bot.slack.scopes import (
     APP_TOKEN_METHODS,
     BOT_METHODS,
     EVENT_SCOPES,
@@ -100,7 +100,7 @@ LISTED = {**BOT_METHODS, **APP_TOKEN_METHODS}
 
 def test_every_method_the_bot_calls_is_listed_with_its_scopes() -> None:
     missing = {m: sorted(w) for m, w in called_methods().items() if m not in LISTED}
-    assert not missing, f"add these Web API methods to bot/slack_scopes.py: {missing}"
+    assert not missing, f"add these Web API methods to bot/slack/scopes.py: {missing}"
 
 
 def test_nothing_is_listed_that_the_bot_does_not_call() -> None:
@@ -141,7 +141,7 @@ def test_feature_scopes_name_real_manifest_features() -> None:
 
 def test_the_install_flow_asks_for_the_manifests_scopes_by_default() -> None:
     """`SLACK_SCOPES` unset: a workspace installing through `/slack/install` grants what the
-    manifest asks for, no more and no less (`bot.slack_scopes.install_scopes`)."""
+    manifest asks for, no more and no less (`bot.slack.scopes.install_scopes`)."""
     manifest = _manifest()
     settings = manifest["settings"]
     features = manifest["features"]

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from bot.settings import ConfigError, Settings
+from bot.core.settings import ConfigError, Settings
 from storage.installations.sealing import (
     SEALED_PREFIX,
     KeyListError,

@@ -1,0 +1,174 @@
+"""Approve / Deny messages: what a parked request or a proposed write looks like in a thread, and
+how a button remembers what it answers.
+
+A button's value names the session, the turn, the request and the digest of the request as it was
+shown; the clicker's identity is never in it (it comes from the signed payload), so a forged value
+can at most point at a request, never answer as someone else.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal, assert_never
+
+from slack_sdk.models.blocks import (
+    ActionsBlock,
+    Block,
+    ButtonElement,
+    ConfirmObject,
+    ContextBlock,
+    MarkdownBlock,
+    MarkdownTextObject,
+)
+
+from agent import Answerer, ConfirmationRequest, PolicyAnswerer, UserAnswerer
+from bot.slack.stop_reasons import stopper
+
+APPROVE = "agent_approve"
+DENY = "agent_deny"
+Kind = Literal["input", "confirm"]
+MAX_MARKDOWN = 12_000  # a markdown block's text limit
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalRef:
+    kind: Kind
+    session: str
+    turn_id: str
+    ident: str
+    """The input id of a parked request, or the confirmation id of a proposed write."""
+    digest: str | None = None
+
+    def encode(self) -> str:
+        data = {"k": self.kind, "s": self.session, "t": self.turn_id, "i": self.ident}
+        if self.digest:
+            data["d"] = self.digest
+        return json.dumps(data, separators=(",", ":"))
+
+    @classmethod
+    def decode(cls, value: str) -> ApprovalRef:
+        data = json.loads(value)
+        kind = data["k"]
+        if kind not in ("input", "confirm"):
+            raise ValueError(f"unknown approval kind {kind!r}")
+        return cls(
+            kind=kind, session=data["s"], turn_id=data["t"], ident=data["i"], digest=data.get("d")
+        )
+
+    @property
+    def post_key(self) -> str:
+        return f"{self.session}|{self.turn_id}|{self.kind}|{self.ident}"
+
+
+ANYONE = "Anyone in this conversation can answer."
+
+
+def who_may_answer(answerers: Answerer | None) -> str:
+    match answerers:
+        case None:
+            return ANYONE
+        case UserAnswerer(user=user):
+            return f"Only <@{user}> can answer."
+        case PolicyAnswerer(policy=policy, scope=scope):
+            if not policy:  # an empty policy name has always read as unrestricted here
+                return ANYONE
+            shown = f" ({scope})" if scope else ""
+            return f"Answerable by: {policy}{shown}."
+        case _:
+            assert_never(answerers)
+
+
+def confirmation_prompt(confirmation: ConfirmationRequest) -> str:
+    """A proposed write's prompt; for a `confirmation="capability"` tool followed by the details
+    it showed, as JSON. The approval covers exactly those details (the tool writes only if it
+    finds them unchanged), so they belong on the message the person clicks."""
+    prompt = confirmation.prompt
+    details = confirmation.details
+    if details is None:
+        return prompt
+    shown = json.dumps(details, indent=2, sort_keys=True, ensure_ascii=False)
+    return f"{prompt}\n```\n{shown}\n```"
+
+
+def prompt_blocks(prompt: str) -> list[Block]:
+    """The request in standard Markdown (a `markdown` block), the dialect replies use: a prompt
+    written by a tool or the model reads the same in the request as in the reply."""
+    return [MarkdownBlock(text=f"🙋 {prompt}"[:MAX_MARKDOWN])]
+
+
+def approval_blocks(
+    ref: ApprovalRef, prompt: str, answerers: Answerer | None
+) -> list[dict[str, Any]]:
+    value = ref.encode()
+    approve = ButtonElement(
+        text="Approve",
+        action_id=APPROVE,
+        value=value,
+        style="primary",
+        confirm=ConfirmObject(
+            title="Approve this request?",
+            text=prompt[:300],
+            confirm="Approve",
+            deny="Cancel",
+        ),
+    )
+    deny = ButtonElement(text="Deny", action_id=DENY, value=value, style="danger")
+    blocks = [
+        *prompt_blocks(prompt),
+        ContextBlock(elements=[MarkdownTextObject(text=who_may_answer(answerers))]),
+        ActionsBlock(block_id="approval", elements=[approve, deny]),
+    ]
+    return [block.to_dict() for block in blocks]
+
+
+def answered_blocks(prompt: str, verdict: str) -> list[dict[str, Any]]:
+    blocks = [*prompt_blocks(prompt), ContextBlock(elements=[MarkdownTextObject(text=verdict)])]
+    return [block.to_dict() for block in blocks]
+
+
+def verdict_text(accepted: bool, by: str | None) -> str:
+    who = f"<@{by}>" if by else "someone"
+    return f":white_check_mark: Approved by {who}" if accepted else f":no_entry: Denied by {who}"
+
+
+NO_LONGER_PENDING = ":hourglass: This request is no longer pending."
+EXPIRED = ":hourglass: This request expired before anyone answered it."
+
+
+def stopped_verdict(by: str | None) -> str:
+    who = f" by {stopper(by)}" if by else ""
+    return f":octagonal_sign: Stopped{who}: this request is no longer pending."
+
+
+def resolution(outcome: str, by: str | None, reason: str | None = None) -> str:
+    """What a request's message says once it ended, from the engine's `input.resolved` /
+    `confirmation.resolved` outcome."""
+    match outcome:
+        case "expired":
+            return EXPIRED
+        case "cancelled":
+            return stopped_verdict(by)
+        case "accepted" | "denied":
+            verdict = verdict_text(outcome == "accepted", by)
+        case _:  # answered (a park's value is the tool's to read, not ours)
+            verdict = (
+                f":white_check_mark: Answered by <@{by}>" if by else ":white_check_mark: Answered"
+            )
+    return f"{verdict}: {reason}" if reason and outcome != "accepted" else verdict
+
+
+def answered_message(body: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+    """Text and blocks of an approval message once settled: answered (`body["answered"]` says
+    how), or ended without an answer (`body["settled"]`: expired, stopped)."""
+    prompt = str(body.get("prompt") or "Approval request")
+    settled = body.get("settled")
+    if isinstance(settled, str):
+        verdict = settled
+    else:
+        answered = body.get("answered") or {}
+        verdict = verdict_text(bool(answered.get("accepted")), answered.get("by"))
+        reason = answered.get("reason")
+        if reason and not answered.get("accepted"):
+            verdict += f": {reason}"
+    return f"{prompt}\n{verdict}", answered_blocks(prompt, verdict)

@@ -1,0 +1,120 @@
+"""A click on Approve or Deny as `bot.slack.approval_clicks` handles it: what was clicked (the
+button's `ApprovalRef`), by whom (the signed payload's principal, `bot.slack.identity`, never the
+button), where (a thread's message, or the Home tab), and how it relates to the request's message.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from agent import Principal
+from bot.slack.approval_blocks import ApprovalRef
+from bot.slack.deny_modal import Opened
+from bot.slack.identity import principal_of, workspace_of
+from storage.delivery.store import Post
+
+
+@dataclass(frozen=True, kw_only=True)
+class Click:
+    ref: ApprovalRef
+    accepted: bool
+    user: str
+    principal: Principal
+    channel: str | None
+    """Where the request's message was clicked; None for a click in the Home tab."""
+    message_ts: str | None
+    thread_ts: str | None
+    home: bool = False
+    trigger_id: str | None = None
+    reason: str | None = None
+    """What a person denying said (the Deny modal)."""
+    workspace: str | None = None
+    """The workspace the click was sent for (the installation whose token answers it); None:
+    the clicker's own."""
+
+    @property
+    def speaks_for(self) -> str:
+        return self.workspace or str(self.principal.get("team") or "")
+
+    @classmethod
+    def parse(cls, body: dict[str, Any]) -> Click:
+        """Raises `ValueError` (or the `KeyError`, `TypeError` of a field that is not there)
+        for a payload that is not a readable click."""
+        action = body["actions"][0]
+        container = body.get("container") or {}
+        principal = principal_of(body)
+        if principal is None:
+            raise ValueError("a click by nobody")
+        trigger = body.get("trigger_id")
+        common = {
+            "ref": ApprovalRef.decode(action["value"]),
+            "accepted": action["action_id"] == "agent_approve",
+            "user": str(principal.get("user")),
+            "principal": principal,
+            "trigger_id": trigger if isinstance(trigger, str) else None,
+            "workspace": workspace_of(body).team,
+        }
+        if container.get("type") == "view":
+            # The Home tab: no channel, no message, a view (the block_actions payload).
+            return cls(**common, channel=None, message_ts=None, thread_ts=None, home=True)
+        return cls(
+            **common,
+            channel=str(container.get("channel_id") or body["channel"]["id"]),
+            message_ts=str(container.get("message_ts") or body["message"]["ts"]),
+            thread_ts=container.get("thread_ts") or (body.get("message") or {}).get("thread_ts"),
+        )
+
+    @classmethod
+    def submitted(cls, opened: Opened, reason: str | None) -> Click:
+        """The Deny a modal's submission completes."""
+        return cls(
+            ref=opened.ref,
+            accepted=False,
+            user=str(opened.principal.get("user")),
+            principal=opened.principal,
+            channel=opened.channel,
+            message_ts=opened.message_ts,
+            thread_ts=opened.thread_ts,
+            home=opened.home,
+            reason=reason,
+        )
+
+
+def names(button: ApprovalRef, pending: ApprovalRef) -> bool:
+    """The button answers the request `pending` describes: the same request, and its digest,
+    where the button carries one (a proposed write's buttons posted before they carried the
+    digest name it by turn and id, which `session.confirm` accepts)."""
+    if button.digest is None and button.kind == "confirm":
+        return dataclasses.replace(pending, digest=None) == button
+    return pending == button
+
+
+def answer_mark(click: Click) -> dict[str, Any]:
+    """How the request's message records the answer."""
+    found: dict[str, Any] = {"by": click.user, "accepted": click.accepted}
+    if click.reason:
+        found["reason"] = click.reason
+    return found
+
+
+def posted_as(post: Post | None, click: Click) -> str | None:
+    """The ts of the request's message: the recorded one, or, where the renderer that posted it
+    died before Slack's answer reached it (the row still `posting`), the clicked message, which
+    is that post (its buttons carry this request, and only its post puts them on a message)."""
+    if post is None:
+        return None
+    if post.ts:
+        return post.ts
+    if post.state == "posting" and click.channel and post.channel == click.channel:
+        return click.message_ts
+    return None
+
+
+def shown_in(post: Post | None, click: Click) -> bool:
+    """The button value belongs to the clicked message: the bot posted that request there (a
+    Home click: the bot posted that request)."""
+    if click.home:
+        return post is not None and post.ts is not None
+    return post is not None and post.ts == click.message_ts and post.channel == click.channel

@@ -1,0 +1,142 @@
+"""Approval requests as Slack messages: posted once per request, and shown as answered.
+
+A request is posted with Approve / Deny buttons at most once, however often its event is
+applied (a restart re-applies the log after the saved cursor): the post's row decides, and a
+post begun by a renderer that died before Slack's answer is looked for before it is sent again.
+An answer is shown by the click's process; if that process died first, the renderer shows it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, assert_never
+
+from agent import Answerer, PolicyAnswerer, UserAnswerer
+from bot.slack.approval_blocks import ApprovalRef, answered_message, approval_blocks
+from bot.slack.calls import Refused, Uncertain
+from bot.slack.rendering.parts import Target
+from bot.slack.rendering.thread import SlackThread
+from storage.delivery.store import DeliveryStore, Post, PostUpdate
+
+if TYPE_CHECKING:
+    from bot.slack.home import HomeTab
+
+
+def audience(answerers: Answerer | None, speaker: str | None) -> list[str] | None:
+    """Whose Home inbox lists a request: its user answerer (the speaker by default); None for a
+    policy, which only `authorize_answer` decides (everyone's with a Home tab is refreshed)."""
+    match answerers:
+        case None:
+            return [speaker] if speaker else None
+        case UserAnswerer(user=user):
+            return [user]
+        case PolicyAnswerer():
+            return None
+        case _:
+            assert_never(answerers)
+
+
+class ApprovalPosts:
+    def __init__(
+        self,
+        *,
+        key: str,
+        target: Target,
+        delivery: DeliveryStore,
+        slack: SlackThread,
+        clock: Callable[[], float],
+        home: HomeTab | None = None,
+    ) -> None:
+        """`home`: the Home tabs to refresh when a request appears or goes."""
+        self.key = key
+        self.target = target
+        self.delivery = delivery
+        self.slack = slack
+        self.clock = clock
+        self.home = home
+
+    async def post(self, ref: ApprovalRef, prompt: str, answerers: Answerer | None) -> None:
+        existing = await self.delivery.get_post(ref.post_key)
+        if existing is not None and (existing.ts or existing.state != "posting"):
+            return  # posted, or settled by whoever answered it: never a second request
+        if existing is not None:
+            # Begun by a renderer that died before Slack's answer: Slack may have it.
+            found = await self.slack.find_posted(existing.post_key, since=existing.opened_at)
+            if found is not None:
+                await self.delivery.update_post(
+                    PostUpdate(post_key=existing.post_key, ts=found, state="closed"), time.time()
+                )
+                return
+        blocks = approval_blocks(ref, prompt, answerers)
+        post = Post(
+            post_key=ref.post_key,
+            session_key=self.key,
+            turn_id=ref.turn_id,
+            kind="approval",
+            channel=self.target.channel,
+            thread_ts=self.target.thread_ts,
+            body={
+                "prompt": prompt,
+                "blocks": blocks,
+                "audience": audience(answerers, self.target.user_id),
+            },
+            opened_at=self.clock(),
+        )
+        await self.delivery.begin_post(post, time.time())
+        await self.slack.send_post(post)
+        self._refresh_home(post)
+
+    async def show_answered_ones(self) -> None:
+        """Approvals answered while the click's process died before showing it. Recovery finds
+        them when a renderer starts; a renderer still running when the answer committed (its
+        wake absorbed) finds them here, once the answered turn's next events arrive."""
+        for post in await self.delivery.posts(self.key, kind="approval", states=("answered",)):
+            await self.show_answered(post)
+
+    async def resolved(self, kind: str, ident: str, verdict: str) -> None:
+        """The request ended (answered, expired, stopped): unless a click showed it already,
+        its message says how and loses its buttons."""
+        suffix = f"|{kind}|{ident}"
+        posts = await self.delivery.posts(self.key, kind="approval")
+        post = next((p for p in reversed(posts) if p.post_key.endswith(suffix)), None)
+        if post is None or post.state == "answered":
+            return  # never posted here; or answered by a click whose mark shows it
+        if post.body.get("answered") or post.body.get("settled"):
+            return
+        await self.show_answered(
+            Post(**{**post.__dict__, "body": {**post.body, "settled": verdict}})
+        )
+
+    async def settle(self, turn_id: str, verdict: str) -> None:
+        """The turn's requests ended without an answer (stopped, expired): each says so and
+        loses its buttons. One already answered keeps its answer."""
+        for post in await self.delivery.posts(self.key, turn_id=turn_id, kind="approval"):
+            if post.body.get("answered") or post.body.get("settled"):
+                continue
+            await self.show_answered(
+                Post(**{**post.__dict__, "body": {**post.body, "settled": verdict}})
+            )
+
+    async def show_answered(self, post: Post) -> None:
+        """The message says who answered and loses its buttons."""
+        if post.ts is not None:
+            ts = post.ts
+            text, blocks = answered_message(post.body)
+            with contextlib.suppress(Refused, Uncertain):
+                await self.slack.patient(
+                    "chat.update",
+                    lambda: self.slack.client.chat_update(
+                        channel=post.channel, ts=ts, text=text, blocks=blocks
+                    ),
+                )
+        await self.delivery.update_post(
+            PostUpdate(post_key=post.post_key, state="closed", body=post.body), time.time()
+        )
+        self._refresh_home(post)
+
+    def _refresh_home(self, post: Post) -> None:
+        if self.home is not None:
+            listed = post.body.get("audience")
+            self.home.refresh(self.target.team, set(listed) if isinstance(listed, list) else None)
