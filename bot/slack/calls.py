@@ -23,7 +23,6 @@ here as `RateLimited` and the renderer keeps the work queued instead of dropping
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import weakref
 from collections.abc import Awaitable, Callable
@@ -146,30 +145,6 @@ def translate(method: str, err: SlackApiError) -> SlackCallError:
     if code in UNREACHABLE:
         return Unreachable(method, code)
     return Refused(method, code)
-
-
-async def patiently(
-    method: str,
-    send: Callable[[], Awaitable[T]],
-    *,
-    stop: asyncio.Event | None = None,
-    max_wait: float = 30.0,
-) -> T:
-    """Like `call`, but waits out rate limits for as long as they last (nothing is dropped).
-
-    Only `RateLimited` is retried here: it is the one failure that proves nothing was applied.
-    """
-    delay = 1.0
-    while True:
-        try:
-            return await call(method, send)
-        except RateLimited as limited:
-            wait = min(max(limited.retry_after, delay), max_wait)
-            log.warning("slack rate limit", extra={"method": method, "retry_after": wait})
-            delay = min(delay * 2, max_wait)
-            if stop is not None and stop.is_set():
-                raise
-            await asyncio.sleep(wait)
 
 
 def _seconds(value: Any) -> float:
