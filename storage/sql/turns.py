@@ -16,7 +16,6 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from agent.seams import (
-    UNFINISHED,
     ApprovalTimer,
     JsonValue,
     ResumeConflictError,
@@ -34,18 +33,18 @@ from agent.seams import (
 from storage.json_text import canonical_json, dump_json, load_json
 from storage.ledger_records import timer_record
 from storage.records import (
+    OPEN_VALUES,
+    UNFINISHED_VALUES,
     encode_events,
     event_rows,
     parked_on_other_turn,
     session_record,
+    step_row,
     suspended_message,
     turn_record,
 )
 from storage.sql.dialects import SqlDialect
 from storage.sql.schema import approval_timers, events, sessions, steps, turns
-
-UNFINISHED_VALUES = [status.value for status in UNFINISHED]
-OPEN_VALUES = [*UNFINISHED_VALUES, TurnStatus.SUSPENDED.value]
 
 
 class _QueueStatements:
@@ -220,11 +219,8 @@ def resume(
         raise ResumeConflictError(f"turn {turn_id!r} is not the parked turn")
     for step_id, value in answer_steps.items():
         try:
-            conn.execute(
-                insert(steps).values(
-                    session_key=session, turn_id=turn_id, step_id=step_id, value=dump_json(value)
-                )
-            )
+            row = step_row(session, turn_id, step_id, dump_json(value))
+            conn.execute(insert(steps).values(row))
         except IntegrityError as err:
             raise ResumeConflictError(f"step {step_id!r} was answered already") from err
     drop_input_timers(conn, session, turn_id)
