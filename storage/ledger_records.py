@@ -130,6 +130,9 @@ def timer_record(row: Row) -> ApprovalTimer:
 
 # -- receipts -----------------------------------------------------------------------------------
 
+SETTLED_RECEIPTS = (ReceiptStatus.COMPLETED.value, ReceiptStatus.FAILED.value)
+"""`receipts.status` of a receipt whose outcome is known: what retention may prune."""
+
 
 def prepared_receipt(record: ReceiptRecord, attempt: int) -> dict[str, Any]:
     """The row of a receipt about to be tried: `prepared`, no outcome yet, whatever the caller's

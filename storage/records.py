@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.seams import (
+    UNFINISHED,
     SessionRecord,
     SessionStatus,
     StepCommit,
@@ -31,6 +32,13 @@ from storage.ledger_records import Row, confirmation_values, fact_values, timer_
 
 OPENING_ROLES = ("user", "trigger")
 """Roles of the message that opens a turn (every turn's first message; no other has them)."""
+
+UNFINISHED_VALUES = tuple(status.value for status in UNFINISHED)
+"""`turns.status` of a turn on the queue: queued or running."""
+OPEN_VALUES = (*UNFINISHED_VALUES, TurnStatus.SUSPENDED.value)
+"""`turns.status` of a turn its session is not done with: on the queue, or parked."""
+FINISHED_VALUES = tuple(status.value for status in TurnStatus if status.finished)
+"""`turns.status` of a turn that ended: what retention may prune."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -154,6 +162,29 @@ def numbered(events: Sequence[TurnEvent], last_seq: int) -> list[TurnEvent]:
     return [ev.model_copy(update={"seq": first + i}) for i, ev in enumerate(events)]
 
 
+def step_row(session: str, turn_id: str, step_id: str, value: str) -> dict[str, Any]:
+    """A `steps` row: a step's memo (`value`, JSON text), which a replayed turn reads back
+    instead of running the step again. Written by a commit, and by an answer to a park (the
+    answer is the parked step's memo)."""
+    return {"session_key": session, "turn_id": turn_id, "step_id": step_id, "value": value}
+
+
+def message_rows(session: str, rows: Sequence[MessageRow]) -> list[dict[str, Any]]:
+    """The `messages` rows for encoded messages. `compaction` is true or NULL, never false: the
+    index that finds a compacting session's tail holds only the non-NULL rows."""
+    return [
+        {
+            "session_key": session,
+            "idx": m.idx,
+            "turn_id": m.turn_id,
+            "role": m.role,
+            "body": m.body,
+            "compaction": True if m.compaction else None,
+        }
+        for m in rows
+    ]
+
+
 def event_rows(session: str, rows: Sequence[EventRow], last_seq: int) -> list[dict[str, Any]]:
     """The `events` rows for encoded events whose seqs end at `last_seq`."""
     first = last_seq - len(rows) + 1
@@ -229,10 +260,19 @@ def session_record(row: Row) -> SessionRecord:
     )
 
 
-def reset_result(archived: int) -> str:
-    return dump_json(
-        {"status": "completed", "archived_generation": archived, "generation": archived + 1}
-    )
+def applied_reset(archived: int, now: float) -> dict[str, Any]:
+    """The `turns` columns a reset sets on its own turn once applied: completed, its result
+    naming the generation it archived (`reset_archived` reads it back) and the one it started."""
+    result = {"status": "completed", "archived_generation": archived, "generation": archived + 1}
+    return {"status": TurnStatus.COMPLETED.value, "result": dump_json(result), "finished_at": now}
+
+
+def reset_archived(result: str | None) -> int | None:
+    """The generation a reset turn's `result` says it archived (None if it names none): what
+    pruning the reset's turn removes from the archive."""
+    value = load_json(result)
+    generation = value.get("archived_generation") if isinstance(value, dict) else None
+    return generation if isinstance(generation, int) else None
 
 
 def parked_on_other_turn(status: str, pending: str | None, turn_id: str) -> bool:

@@ -5,7 +5,6 @@ costs about as much CPU as executing it (bench/README.md, "Why the store is buil
 from __future__ import annotations
 
 from sqlalchemy import BindParameter, bindparam, func, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 
 from storage.delivery.schema import (
     delivery_posts,
@@ -13,15 +12,16 @@ from storage.delivery.schema import (
     slack_feedback,
     slack_home_viewers,
 )
+from storage.sql.dialects import SqlDialect
 
 
 class Statements:
     """Built once per store: executing a prepared construct skips building it and deriving its
     cache key, which is most of what a small statement costs SQLAlchemy."""
 
-    def __init__(self, dialect: str) -> None:
+    def __init__(self, dialect: SqlDialect) -> None:
         t, p = delivery_targets.c, delivery_posts.c
-        insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+        insert = dialect.insert
         target = insert(delivery_targets)
         # Columns come from the parameters; `user_id` is kept when a registration has none.
         self.register = target.on_conflict_do_update(

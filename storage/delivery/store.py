@@ -44,7 +44,7 @@ from storage.delivery.schema import (
     slack_home_viewers,
 )
 from storage.delivery.statements import Statements
-from storage.sql.dialects import dialect_for
+from storage.sql.dialects import SqlDialect, dialect_for
 from storage.sql.executor import TransactionExecutor
 
 R = TypeVar("R")
@@ -124,7 +124,7 @@ class _StoreTransactions:
 
 class DeliveryStore:
     def __init__(
-        self, transactions: TransactionExecutor, dialect: str, *, same_database: bool = False
+        self, transactions: TransactionExecutor, dialect: SqlDialect, *, same_database: bool = False
     ) -> None:
         self._x = transactions
         self._s = Statements(dialect)
@@ -141,7 +141,7 @@ class DeliveryStore:
         """
         dialect = dialect_for(url)
         transactions: TransactionExecutor
-        if store is not None and dialect.name == "sqlite":
+        if store is not None and dialect.one_writer:
             transactions = _StoreTransactions(store)
         else:
             transactions = dialect.executor()
@@ -150,7 +150,7 @@ class DeliveryStore:
         except BaseException:
             await transactions.close()
             raise
-        return cls(transactions, dialect.name, same_database=store is not None)
+        return cls(transactions, dialect, same_database=store is not None)
 
     async def close(self) -> None:
         await self._x.close()

@@ -8,12 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from agent.seams import ConfirmationStatus, PruneCounts, ReceiptStatus, SessionStatus, TurnKind
-from storage.json_text import load_json
-from storage.memory.state import OPEN_VALUES, Rows, SessionState
-
-FINISHED_VALUES = frozenset({"completed", "failed", "cancelled"})
-SETTLED_RECEIPTS = frozenset({ReceiptStatus.COMPLETED.value, ReceiptStatus.FAILED.value})
+from agent.seams import ConfirmationStatus, PruneCounts, SessionStatus, TurnKind
+from storage.ledger_records import SETTLED_RECEIPTS
+from storage.memory.state import Rows, SessionState
+from storage.records import FINISHED_VALUES, OPEN_VALUES, reset_archived
 
 
 def candidates(
@@ -83,9 +81,8 @@ def _prune_session(
     for turn in done:
         if turn["kind"] != TurnKind.RESET.value:
             continue
-        result = load_json(turn["result"])
-        generation = result.get("archived_generation") if isinstance(result, dict) else None
-        if not isinstance(generation, int) or generation not in state.archive:
+        generation = reset_archived(turn["result"])
+        if generation is None or generation not in state.archive:
             continue
         generations += 1
         archived_rows += sum(len(rows) for rows in state.archive[generation].values())

@@ -16,7 +16,6 @@ from itertools import count
 from typing import Any, NoReturn
 
 from agent.seams import (
-    UNFINISHED,
     ArchivedGeneration,
     ConfirmationStatus,
     FatalToolError,
@@ -35,20 +34,21 @@ from agent.seams import (
 from storage.json_text import canonical_json, dump_json, load_json
 from storage.ledger_records import archived_generation
 from storage.records import (
+    UNFINISHED_VALUES,
     EncodedCommit,
     EventRow,
+    applied_reset,
     encode_events,
     event_rows,
+    message_rows,
     parked_on_other_turn,
-    reset_result,
+    step_row,
     suspended_message,
     turn_changes,
     turn_record,
 )
 
 Rows = dict[str, Any]
-UNFINISHED_VALUES = frozenset(status.value for status in UNFINISHED)
-OPEN_VALUES = UNFINISHED_VALUES | {TurnStatus.SUSPENDED.value}
 
 
 class RowIds:
@@ -216,11 +216,8 @@ def resume(
     turn["status"] = TurnStatus.QUEUED.value
     for step_id, value in values.items():
         state.steps[step_id] = {
+            **step_row(state.key, turn_id, step_id, value),
             "id": ids.next("steps"),
-            "session_key": state.key,
-            "turn_id": turn_id,
-            "step_id": step_id,
-            "value": value,
         }
     state.drop_input_timers(turn_id)
     return state.end_park(new_events, time.time())
@@ -307,22 +304,10 @@ def apply_commit(
     if commit.set_pending:
         state.pending = encoded.pending
     if commit.step_id is not None and encoded.step_value is not None:
-        state.steps[commit.step_id] = {
-            "id": ids.next("steps"),
-            "session_key": state.key,
-            "turn_id": commit.turn_id,
-            "step_id": commit.step_id,
-            "value": encoded.step_value,
-        }
-    for m in encoded.messages:
-        state.messages[m.idx] = {
-            "session_key": state.key,
-            "idx": m.idx,
-            "turn_id": m.turn_id,
-            "role": m.role,
-            "body": m.body,
-            "compaction": True if m.compaction else None,
-        }
+        step = step_row(state.key, commit.turn_id, commit.step_id, encoded.step_value)
+        state.steps[commit.step_id] = {**step, "id": ids.next("steps")}
+    for row in message_rows(state.key, encoded.messages):
+        state.messages[row["idx"]] = row
     for row in encoded.confirmations:
         state.confirmations[row["confirmation_id"]] = {**row, "id": ids.next("confirmations")}
     for row in encoded.facts:
@@ -379,9 +364,7 @@ def apply_reset(
         if confirmation["status"] == ConfirmationStatus.PENDING.value:
             confirmation["status"] = ConfirmationStatus.EXPIRED.value
     state.timers = {}  # nothing of the old generation is left to expire
-    reset["status"] = TurnStatus.COMPLETED.value
-    reset["result"] = reset_result(archived)
-    reset["finished_at"] = now
+    reset.update(applied_reset(archived, now))
     state.generation = archived + 1
     state.status = SessionStatus.NEW.value
     state.pending = None

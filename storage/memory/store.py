@@ -53,7 +53,9 @@ from storage.memory.ledger_methods import LedgerMethods, run_alongside
 from storage.memory.state import NoHandle, RowIds, Rows, SessionState
 from storage.memory.transcript import transcript_tail
 from storage.records import (
+    OPEN_VALUES,
     RESET_INPUT,
+    UNFINISHED_VALUES,
     encode_commit,
     encode_events,
     new_turn,
@@ -189,7 +191,7 @@ class MemoryStore(LedgerMethods):
     async def next_turn(self, session: str) -> TurnRecord | None:
         async with self._lock:
             for row in self._turns(session):
-                if row["status"] in ops.UNFINISHED_VALUES:
+                if row["status"] in UNFINISHED_VALUES:
                     return turn_record(row)
             return None
 
@@ -202,7 +204,7 @@ class MemoryStore(LedgerMethods):
     async def open_turns(self) -> list[TurnRecord]:
         async with self._lock:
             rows = [row for state in self._sessions.values() for row in state.turns.values()]
-        opened = [row for row in rows if row["status"] in ops.OPEN_VALUES]
+        opened = [row for row in rows if row["status"] in OPEN_VALUES]
         return [turn_record(row) for row in sorted(opened, key=lambda row: int(row["id"]))]
 
     async def list_parked(self) -> list[SessionRecord]:
@@ -221,7 +223,7 @@ class MemoryStore(LedgerMethods):
                 for key, state in sorted(self._sessions.items())
                 if (
                     opened := [
-                        row for row in state.turns_in_order() if row["status"] in ops.OPEN_VALUES
+                        row for row in state.turns_in_order() if row["status"] in OPEN_VALUES
                     ]
                 )
             ]
@@ -313,7 +315,7 @@ class MemoryStore(LedgerMethods):
                 key
                 for key, state in self._sessions.items()
                 if (state.lease_owner is None or state.lease_expires_at < now)
-                and any(t["status"] in ops.UNFINISHED_VALUES for t in state.turns.values())
+                and any(t["status"] in UNFINISHED_VALUES for t in state.turns.values())
             )
 
     def _turns(self, session: str) -> list[Rows]:

@@ -26,7 +26,14 @@ from agent.seams import (
     StepConflictError,
     StoreHandle,
 )
-from storage.records import EncodedCommit, encode_commit, event_rows, turn_changes
+from storage.records import (
+    EncodedCommit,
+    encode_commit,
+    event_rows,
+    message_rows,
+    step_row,
+    turn_changes,
+)
 from storage.sql import commit_postgres as sql_commit_postgres
 from storage.sql.driver import DriverStatement, integrity_errors
 from storage.sql.schema import (
@@ -301,26 +308,10 @@ def write_rows(
 ) -> None:
     """Everything a commit writes after the fence; a duplicate key is a `StepConflictError`."""
     try:
-        if commit.step_id is not None:
-            step = {
-                "session_key": session,
-                "turn_id": commit.turn_id,
-                "step_id": commit.step_id,
-                "value": encoded.step_value,
-            }
+        if commit.step_id is not None and encoded.step_value is not None:
+            step = step_row(session, commit.turn_id, commit.step_id, encoded.step_value)
             _INSERT[steps].count(conn, step)
-        message_rows = [
-            {
-                "session_key": session,
-                "idx": m.idx,
-                "turn_id": m.turn_id,
-                "role": m.role,
-                "body": m.body,
-                "compaction": True if m.compaction else None,
-            }
-            for m in encoded.messages
-        ]
-        insert_many(conn, messages, message_rows)
+        insert_many(conn, messages, message_rows(session, encoded.messages))
         insert_many(conn, events, event_rows(session, encoded.events, last_seq))
         insert_many(conn, confirmations, encoded.confirmations)
         insert_many(conn, facts, encoded.facts)

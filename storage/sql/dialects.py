@@ -2,16 +2,16 @@
 
 `SqlStore` and the migrations are written once against SQLAlchemy Core; a `SqlDialect` decides
 how the engine is made, how many threads run transaction bodies on it (`storage.sql.executor`) and
-how "insert unless present" is spelled. Everything else is the same SQL on both.
+whose INSERT an upsert is built on (`insert`). Everything else is the same SQL on both.
 """
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-from sqlalchemy import Insert, Table, create_engine, event
+from sqlalchemy import Table, create_engine, event
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import DisconnectionError
@@ -30,6 +30,7 @@ __all__ = [
     "PostgresDialect",
     "SqlDialect",
     "SqliteDialect",
+    "UpsertInsert",
     "dialect_for",
 ]
 
@@ -42,6 +43,11 @@ SQLITE_GROUP_COMMIT = 64
 five, because a web process's acks (`bot.slack.listeners.ACKS_IN_FLIGHT`) and a worker's concurrent
 sessions would otherwise queue or open and close overflow connections."""
 
+UpsertInsert: TypeAlias = postgresql.Insert | sqlite.Insert
+"""An INSERT that can say what to do ON CONFLICT (`on_conflict_do_nothing`,
+`on_conflict_do_update` with `excluded`): spelled alike on both databases, but SQLAlchemy builds
+it from each dialect's own module."""
+
 _SQLITE_DRIVERS = ("sqlite", "sqlite+pysqlite", "sqlite+aiosqlite")
 _POSTGRES_DRIVERS = ("postgresql", "postgresql+psycopg", "postgresql+psycopg_async")
 
@@ -50,6 +56,10 @@ class SqlDialect:
     """The PostgreSQL-and-SQLite common ground; subclasses override only what differs."""
 
     name = "generic"
+
+    one_writer = False
+    """Whether the database takes one writer at a time (SQLite's file lock): a second store in
+    the same process should then run on the first's thread and connection, not wait on the lock."""
 
     def __init__(self, url: URL, *, given: URL | None = None) -> None:
         """`url`: what the engine connects with; `given`: the URL as configured, which error
@@ -67,8 +77,9 @@ class SqlDialect:
         and the tools inside them, off the event loop."""
         raise NotImplementedError
 
-    def insert_ignoring_conflict(self, table: Table, *index_elements: str) -> Insert:
-        """An INSERT that does nothing when a row with the same key exists (no error raised)."""
+    def insert(self, table: Table) -> UpsertInsert:
+        """This dialect's INSERT into `table`, for statements that say what a conflict does
+        (`dialect.insert(t).on_conflict_do_nothing()`); a plain INSERT is `sqlalchemy.insert`."""
         raise NotImplementedError
 
 
@@ -85,6 +96,7 @@ class SqliteDialect(SqlDialect):
     """
 
     name = "sqlite"
+    one_writer = True
 
     def executor(self) -> TransactionExecutor:
         self._make_directory()
@@ -116,8 +128,8 @@ class SqliteDialect(SqlDialect):
                 reason = OSError(f"cannot create the directory {directory}: {err.strerror}")
                 raise unavailable_error(self.label, reason) from err
 
-    def insert_ignoring_conflict(self, table: Table, *index_elements: str) -> Insert:
-        return sqlite.insert(table).on_conflict_do_nothing(index_elements=list(index_elements))
+    def insert(self, table: Table) -> UpsertInsert:
+        return sqlite.insert(table)
 
 
 def _configure(engine: Engine) -> None:
@@ -180,8 +192,8 @@ class PostgresDialect(SqlDialect):
         _ping_when_idle(engine.sync_engine)
         return engine
 
-    def insert_ignoring_conflict(self, table: Table, *index_elements: str) -> Insert:
-        return postgresql.insert(table).on_conflict_do_nothing(index_elements=list(index_elements))
+    def insert(self, table: Table) -> UpsertInsert:
+        return postgresql.insert(table)
 
 
 def dialect_for(url: str | URL) -> SqlDialect:

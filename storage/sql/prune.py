@@ -26,8 +26,9 @@ from typing import Any
 from sqlalchemy import ColumnElement, Table, delete, func, select, tuple_, update
 from sqlalchemy.engine import Connection
 
-from agent.seams import ConfirmationStatus, PruneCounts, ReceiptStatus, SessionStatus, TurnKind
-from storage.json_text import load_json
+from agent.seams import ConfirmationStatus, PruneCounts, SessionStatus, TurnKind
+from storage.ledger_records import SETTLED_RECEIPTS
+from storage.records import FINISHED_VALUES, OPEN_VALUES, reset_archived
 from storage.sql.schema import (
     archived_events,
     archived_facts,
@@ -40,10 +41,7 @@ from storage.sql.schema import (
     steps,
     turns,
 )
-from storage.sql.turns import OPEN_VALUES
 
-FINISHED_VALUES = ["completed", "failed", "cancelled"]
-SETTLED_RECEIPTS = [ReceiptStatus.COMPLETED.value, ReceiptStatus.FAILED.value]
 ARCHIVES = (archived_messages, archived_steps, archived_events, archived_facts)
 
 
@@ -163,7 +161,7 @@ def _prune_rows(
         removed_events += _remove(conn, events, shown, dry_run)
     generations = archived_rows = 0
     for row in done:
-        generation = _archived_generation(row.result) if row.kind == TurnKind.RESET.value else None
+        generation = reset_archived(row.result) if row.kind == TurnKind.RESET.value else None
         if generation is None:
             continue
         generations += 1
@@ -181,12 +179,6 @@ def _prune_rows(
         archived_rows=archived_rows,
         held=len(rows) - len(done),
     )
-
-
-def _archived_generation(result: str | None) -> int | None:
-    value = load_json(result)
-    generation = value.get("archived_generation") if isinstance(value, dict) else None
-    return generation if isinstance(generation, int) else None
 
 
 def _remove(

@@ -21,7 +21,7 @@ from agent.seams import (
     TurnStatus,
 )
 from storage.ledger_records import archived_generation
-from storage.records import EventRow, event_rows, reset_result
+from storage.records import UNFINISHED_VALUES, EventRow, applied_reset, event_rows
 from storage.sql.commit import fence, insert_many
 from storage.sql.schema import (
     ARCHIVED,
@@ -34,7 +34,6 @@ from storage.sql.schema import (
     events,
     turns,
 )
-from storage.sql.turns import UNFINISHED_VALUES
 
 
 def apply_reset(
@@ -100,11 +99,7 @@ def apply_reset(
         )
         .values(generation=archived + 1)
     )
-    conn.execute(
-        update(turns)
-        .where(turns.c.id == reset)
-        .values(status=TurnStatus.COMPLETED.value, result=reset_result(archived), finished_at=now)
-    )
+    conn.execute(update(turns).where(turns.c.id == reset).values(applied_reset(archived, now)))
     last_seq = int(fenced.event_seq)
     insert_many(conn, events, event_rows(session, new_events, last_seq))
     return archived, last_seq

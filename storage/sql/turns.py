@@ -8,17 +8,14 @@ of the worker holding the session: a turn cannot be queued between a park's chec
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Row, bindparam, case, delete, exists, func, insert, or_, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from agent.seams import (
-    UNFINISHED,
     ApprovalTimer,
     JsonValue,
     ResumeConflictError,
@@ -36,18 +33,18 @@ from agent.seams import (
 from storage.json_text import canonical_json, dump_json, load_json
 from storage.ledger_records import timer_record
 from storage.records import (
+    OPEN_VALUES,
+    UNFINISHED_VALUES,
     encode_events,
     event_rows,
     parked_on_other_turn,
     session_record,
+    step_row,
     suspended_message,
     turn_record,
 )
 from storage.sql.dialects import SqlDialect
 from storage.sql.schema import approval_timers, events, sessions, steps, turns
-
-UNFINISHED_VALUES = [status.value for status in UNFINISHED]
-OPEN_VALUES = [*UNFINISHED_VALUES, TurnStatus.SUSPENDED.value]
 
 
 class _QueueStatements:
@@ -55,19 +52,18 @@ class _QueueStatements:
     cache key, which was most of what queueing a turn cost the web process (each Slack event's
     ack waits on it)."""
 
-    def __init__(self, dialect: str) -> None:
-        insert_for = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    def __init__(self, dialect: SqlDialect) -> None:
         s, t = sessions.c, turns.c
         # Creates the session row or, when it exists, locks it (an ON CONFLICT DO UPDATE locks
         # the row on PostgreSQL like FOR UPDATE; SQLite's BEGIN IMMEDIATE holds the database),
         # so a concurrent park (whose fence updates this row) cannot slip between the suspended
         # check and the insert. One statement instead of an insert and a SELECT ... FOR UPDATE.
-        upsert = insert_for(sessions)
+        upsert = dialect.insert(sessions)
         self.lock_session = upsert.on_conflict_do_update(
             index_elements=[s.key], set_={"status": s.status}
         ).returning(s.status, s.pending, s.generation)
         self.insert_turn = (
-            insert_for(turns)
+            dialect.insert(turns)
             .on_conflict_do_nothing(index_elements=[t.session_key, t.turn_id])
             .returning(t.id)
         )
@@ -103,9 +99,16 @@ _STEPS = (
 )
 
 
-@functools.cache
-def _queue_statements(dialect: str) -> _QueueStatements:
-    return _QueueStatements(dialect)
+_BUILT: dict[str, _QueueStatements] = {}
+
+
+def _queue_statements(dialect: SqlDialect) -> _QueueStatements:
+    """The dialect's statements, built by whichever store asks first (two threads racing both
+    build a set, and one is kept: they are the same statements)."""
+    built = _BUILT.get(dialect.name)
+    if built is None:
+        built = _BUILT.setdefault(dialect.name, _QueueStatements(dialect))
+    return built
 
 
 def enqueue(
@@ -121,7 +124,7 @@ def enqueue(
     Three statements for a new turn (lock the session, insert the turn, mark what it
     supersedes); a known turn id reads it back instead and changes nothing.
     """
-    q = _queue_statements(dialect.name)
+    q = _queue_statements(dialect)
     session, turn_id = row["session_key"], row["turn_id"]
     state = conn.execute(
         q.lock_session,
@@ -216,11 +219,8 @@ def resume(
         raise ResumeConflictError(f"turn {turn_id!r} is not the parked turn")
     for step_id, value in answer_steps.items():
         try:
-            conn.execute(
-                insert(steps).values(
-                    session_key=session, turn_id=turn_id, step_id=step_id, value=dump_json(value)
-                )
-            )
+            row = step_row(session, turn_id, step_id, dump_json(value))
+            conn.execute(insert(steps).values(row))
         except IntegrityError as err:
             raise ResumeConflictError(f"step {step_id!r} was answered already") from err
     drop_input_timers(conn, session, turn_id)
