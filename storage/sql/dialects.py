@@ -37,11 +37,11 @@ __all__ = [
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 POSTGRES_POOL_SIZE = 10
-SQLITE_GROUP_COMMIT = 64
-"""Write transactions queued on the SQLite store's thread that commit together (one fsync)."""
 """Connections per PostgreSQL engine, and threads per store executor: ten, not SQLAlchemy's
 five, because a web process's acks (`bot.slack.listeners.ACKS_IN_FLIGHT`) and a worker's concurrent
 sessions would otherwise queue or open and close overflow connections."""
+SQLITE_GROUP_COMMIT = 64
+"""Write transactions queued on the SQLite store's thread that commit together (one fsync)."""
 
 UpsertInsert: TypeAlias = postgresql.Insert | sqlite.Insert
 """An INSERT that can say what to do ON CONFLICT (`on_conflict_do_nothing`,
