@@ -363,6 +363,7 @@ def apply_reset(
     for confirmation in state.confirmations.values():
         if confirmation["status"] == ConfirmationStatus.PENDING.value:
             confirmation["status"] = ConfirmationStatus.EXPIRED.value
+            confirmation["resolved_at"] = now
     state.timers = {}  # nothing of the old generation is left to expire
     reset.update(applied_reset(archived, now))
     state.generation = archived + 1

@@ -484,6 +484,20 @@ async def test_receipts_are_listed_across_sessions_oldest_first(store: SessionSt
     assert await store.list_receipts(session="b", status=ReceiptStatus.COMPLETED) == []
 
 
+async def test_a_reset_expires_a_pending_proposal_and_says_when(store: SessionStore) -> None:
+    """An approval from before a reset never acts after it: the proposal reads back expired,
+    with the time the reset retired it (`bot approvals --history` orders by it), on every store."""
+    lease = await _proposed(store)
+    await store.enqueue_reset(S, "reset:1")
+    await store.apply_reset(lease, "reset:1", [], TTL, NOW + 5)
+
+    retired = await store.get_confirmation(S, "t1:c1")
+    assert retired is not None
+    assert (retired.status, retired.resolved_at) == (ConfirmationStatus.EXPIRED, NOW + 5)
+    with pytest.raises(ResumeConflictError):
+        await _answer(store)
+
+
 async def test_receipts_outlive_the_store_process_and_resets(
     store: SessionStore, reopen: Reopen
 ) -> None:
