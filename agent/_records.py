@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from agent._answerers import Answerer
 from agent._events import TurnEvent
+from agent._hitl_answerers import Answerer
 from agent._messages import JsonValue, Message
 from agent._turn_input import TurnInput
 

@@ -9,17 +9,6 @@ from typing import Literal
 
 from agent import _effects as effects
 from agent._agent_def import Agent
-from agent._answerers import AnswererInput
-from agent._answering import (
-    ALREADY_ANSWERED,
-    EXPIRED,
-    STOPPED,
-    gone_reason,
-    parked_workspace,
-    waiting_request,
-)
-from agent._approvals import answered_note, clean_reason, note_step_id
-from agent._confirm import answer_confirmation
 from agent._errors import (
     AgentError,
     ResumeConflictError,
@@ -28,7 +17,17 @@ from agent._errors import (
     TurnNotFoundError,
 )
 from agent._events import InputResolved, TurnEvent
-from agent._hitl import (
+from agent._hitl_answer_notes import answered_note, clean_reason, note_step_id
+from agent._hitl_answerers import AnswererInput
+from agent._hitl_answering import (
+    ALREADY_ANSWERED,
+    EXPIRED,
+    STOPPED,
+    gone_reason,
+    parked_workspace,
+    waiting_request,
+)
+from agent._hitl_checks import (
     WORKSPACE_KEYS,
     Grant,
     Principal,
@@ -40,9 +39,10 @@ from agent._hitl import (
     pending_request,
     validate_answer,
 )
+from agent._hitl_confirm import answer_confirmation
+from agent._hitl_requests import InputRequest, parked_request
 from agent._messages import JsonData, JsonValue, Message
 from agent._observe import observe_replayed
-from agent._requests import InputRequest, parked_request
 from agent._session_host import SessionRuntime
 from agent._sinks import Observer, Unsubscribe
 from agent._stop_rights import check_may_stop, stoppable
@@ -382,7 +382,7 @@ class AgentSession:
         `turn_id` and `digest` bind the answer to what was shown, as `resume(digest=)` does: the
         turn that proposed the write and `confirmation_digest` of the proposal; an answer that
         names another turn or carries another digest is a `ResumeConflictError` and nothing is
-        written. Leaving them out names the proposal by its id alone (`agent._confirm`).
+        written. Leaving them out names the proposal by its id alone (`agent._hitl_confirm`).
         """
         return await answer_confirmation(
             self,
