@@ -78,6 +78,7 @@ from agent._messages import (
 )
 from agent._policy import SurfacePolicy, SurfaceSettings
 from agent._records import (
+    CancelReason,
     ConfirmationRecord,
     ConfirmationStatus,
     ReceiptRecord,
@@ -117,6 +118,7 @@ __all__ = [
     "AnthropicSettings",
     "AssemblyError",
     "AssistantMessage",
+    "CancelReason",
     "ConfirmationRecord",
     "ConfirmationRequest",
     "ConfirmationRequested",

@@ -49,6 +49,7 @@ from agent._stop_rights import check_may_stop, stoppable
 from agent._turn_input import InboundEvent, Trigger, TurnInput
 from agent._turn_result import TurnResult
 from agent.seams import (
+    CancelReason,
     ConfirmationRecord,
     ConfirmationStatus,
     ReceiptRecord,
@@ -102,11 +103,11 @@ class AgentSession:
             self.key,
             tid,
             TurnInput.of(input),
-            cancel_unfinished="replaced" if replace else None,
+            cancel_unfinished=CancelReason.REPLACED if replace else None,
             alongside=alongside,
         )
         if replace and created:
-            self.runtime.signal_cancel(self.key, "replaced", keep=tid)
+            self.runtime.signal_cancel(self.key, CancelReason.REPLACED, keep=tid)
         if record.status.finished:
             self.runtime.note_replay(self.key, tid)
         else:
@@ -177,12 +178,17 @@ class AgentSession:
         return result
 
     async def cancel(
-        self, turn_id: str, reason: str = "cancelled", *, principal: Principal | None = None
+        self,
+        turn_id: str,
+        reason: CancelReason | str = CancelReason.CANCELLED,
+        *,
+        principal: Principal | None = None,
     ) -> bool:
         """Durably ask the turn to stop at its next checkpoint; False if it is finished or
-        parked (a park is left for `stop`, reset or an answer). `principal`: the person asking,
-        refused with `StopAuthorizationError` unless they may stop it (`agent._stop_rights`);
-        None is host code, which may stop anything."""
+        parked (a park is left for `stop`, reset or an answer). `reason`: a `CancelReason`, or
+        the caller's own words (free text, stored and shown as given). `principal`: the person
+        asking, refused with `StopAuthorizationError` unless they may stop it
+        (`agent._stop_rights`); None is host code, which may stop anything."""
         if principal is not None:
             await check_may_stop(self, principal, answering_user(None, principal), only=turn_id)
         record = await self._store.request_cancel(self.key, turn_id, reason)
@@ -197,7 +203,7 @@ class AgentSession:
         *,
         by: str | None = None,
         principal: Principal | None = None,
-        reason: str = "stopped",
+        reason: CancelReason | str = CancelReason.STOPPED,
     ) -> list[str]:
         """A person's Stop: durably end every unfinished turn of the session, parked or not;
         returns the ids of the turns this call stopped.
@@ -208,9 +214,10 @@ class AgentSession:
         `replace`, a parked one ends too: its call gets the same synthetic result, so the
         transcript stays valid, the session leaves `suspended`, `input.resolved` (outcome
         `cancelled`, `by`) is logged, a later answer to it is a `ResumeConflictError`, and the
-        model is not called again for that turn. The turns end `cancelled` with `reason`, and
-        `turn.cancelled` says `by` whom. If this process dies before it ends them, whichever
-        worker picks the session up does.
+        model is not called again for that turn. The turns end `cancelled` with `reason` (a
+        `CancelReason`, or the caller's own words as free text), and `turn.cancelled` says
+        `by` whom. If this process dies before it ends them, whichever worker picks the
+        session up does.
 
         Who may stop: with `principal` (the person as the surface verified them, `by` their
         id as for `resume`), only the turns theirs to stop end (`agent._stop_rights`: a parked
@@ -264,7 +271,7 @@ class AgentSession:
         are archived under the current generation and the live tables cleared."""
         reset_id = f"reset:{uuid.uuid4().hex}"
         await self._store.enqueue_reset(self.key, reset_id)
-        self.runtime.signal_cancel(self.key, "reset")
+        self.runtime.signal_cancel(self.key, CancelReason.RESET)
         self.runtime.kick(self.key)
         await self.runtime.wait_turn(self.key, reset_id)
         record = await self._store.get_turn(self.key, reset_id)

@@ -50,6 +50,7 @@ from agent._turn_outcome import empty_reply_note, said_so_far, turn_usage
 from agent._turn_result import TurnResult
 from agent.seams import (
     ApprovalTimer,
+    CancelReason,
     ModelReply,
     ModelRequest,
     SessionStatus,
@@ -132,7 +133,7 @@ class TurnRunner:
     def checkpoint(self) -> None:
         """A boundary where a requested cancellation takes effect."""
         if self.cancellation.cancelled:
-            raise CancelTurn(self.cancellation.reason or "cancelled")
+            raise CancelTurn(self.cancellation.reason or CancelReason.CANCELLED)
 
     # position -----------------------------------------------------------------------------
 

@@ -38,12 +38,11 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agent import Agent, Principal, Runtime, StopAuthorizationError
+from agent import Agent, CancelReason, Principal, Runtime, StopAuthorizationError
 from bot.slack.calls import SlackCallError, call
 from bot.slack.clients import SlackClients
 from bot.slack.identity import principal_of, workspace_of
 from bot.slack.inbound import is_slack_id, is_slack_ts, session_key
-from bot.slack.stop_reasons import STOPPED
 from storage.delivery.store import DeliveryStore
 
 if TYPE_CHECKING:
@@ -122,7 +121,7 @@ class Stops:
             return
         session = self.runtime.session(self.agent, key)
         try:
-            stopped = await session.stop(principal=stop.principal, reason=STOPPED)
+            stopped = await session.stop(principal=stop.principal, reason=CancelReason.STOPPED)
         except StopAuthorizationError as refused:
             log.info("a Stop by someone who may not stop these turns was refused")
             self._tell(stop, NOT_YOURS.format(why=refused))

@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 from agent.seams import (
     UNFINISHED,
     ArchivedGeneration,
+    CancelReason,
     ConfirmationStatus,
     FatalToolError,
     JsonValue,
@@ -371,7 +372,7 @@ def apply_reset(
     for turn in state.turns.values():
         if turn["status"] == TurnStatus.SUSPENDED:
             turn["status"] = TurnStatus.CANCELLED.value
-            turn["cancel_reason"] = "reset"
+            turn["cancel_reason"] = CancelReason.RESET.value
             turn["finished_at"] = now
         elif turn["status"] in UNFINISHED_VALUES and turn["id"] > reset["id"]:
             turn["generation"] = archived + 1
