@@ -11,10 +11,6 @@ from __future__ import annotations
 import typing
 
 from agent._agent_def import Agent, Schedule, SuggestedPrompt
-from agent._answerers import Answerer, PolicyAnswerer, UserAnswerer
-from agent._answering import grant_answer
-from agent._confirm import confirmation_digest, grant_confirmation
-from agent._consent import NeedsConfirmation
 from agent._effects import Effect, EffectAuthority, resolve_receipt
 from agent._errors import (
     AbnormalStopError,
@@ -60,8 +56,13 @@ from agent._events import (
     TurnFailed,
     TurnStarted,
 )
-from agent._hitl import AnswerRequest, Grant, Principal, ResumeRequest
-from agent._inbox import PendingApproval, RecentTurn
+from agent._hitl_answerers import Answerer, PolicyAnswerer, UserAnswerer
+from agent._hitl_answering import grant_answer
+from agent._hitl_capability_confirmation import NeedsConfirmation
+from agent._hitl_checks import AnswerRequest, Grant, Principal, ResumeRequest
+from agent._hitl_confirm import confirmation_digest, grant_confirmation
+from agent._hitl_inbox import PendingApproval, RecentTurn
+from agent._hitl_requests import ConfirmationRequest, InputRequest
 from agent._loader import load_agent
 from agent._messages import (
     AssistantMessage,
@@ -77,6 +78,7 @@ from agent._messages import (
 )
 from agent._policy import SurfacePolicy, SurfaceSettings
 from agent._records import (
+    CancelReason,
     ConfirmationRecord,
     ConfirmationStatus,
     ReceiptRecord,
@@ -85,7 +87,6 @@ from agent._records import (
     TurnStatus,
 )
 from agent._redaction import REDACTED, Redactor, password_in_url
-from agent._requests import ConfirmationRequest, InputRequest
 from agent._runtime import DEFAULT_CONTEXT_MESSAGES, Runtime
 from agent._session import AgentSession, ResetResult
 from agent._sinks import EventHub, RecordingSink
@@ -117,6 +118,7 @@ __all__ = [
     "AnthropicSettings",
     "AssemblyError",
     "AssistantMessage",
+    "CancelReason",
     "ConfirmationRecord",
     "ConfirmationRequest",
     "ConfirmationRequested",

@@ -9,10 +9,10 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from agent._answerers import Answerer, AnswererInput
-from agent._approvals import check_expiry
 from agent._errors import AssemblyError, ToolError
-from agent._hitl import AuthorizeAnswer, answerers_of
+from agent._hitl_answer_notes import check_expiry
+from agent._hitl_answerers import Answerer, AnswererInput
+from agent._hitl_checks import AuthorizeAnswer, answerers_of
 from agent._policy import SurfacePolicy, SurfaceSettings, TurnPolicy, build_policy, check_surfaces
 from agent._tools import Tool
 from agent.seams import ModelSettings

@@ -21,13 +21,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from agent._consent import Consent
 from agent._errors import (
     EffectConflictError,
     EffectNotAppliedError,
     EffectUncertainError,
     ToolError,
 )
+from agent._hitl_capability_confirmation import Consent
 from agent._messages import JsonValue
 from agent._signals import CancellationSignal
 from agent._tool_values import Effect as EffectKind

@@ -13,8 +13,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
+from agent._hitl_requests import ConfirmationRequest, InputRequest
 from agent._messages import JsonValue, ToolCall, Usage
-from agent._requests import ConfirmationRequest, InputRequest
 
 
 class _Event(BaseModel):

@@ -26,7 +26,7 @@ from pydantic import ValidationError
 
 from agent._agent_def import MAX_SUGGESTED_PROMPTS, Agent, SuggestedPrompt
 from agent._errors import AssemblyError
-from agent._hitl import AuthorizeAnswer
+from agent._hitl_checks import AuthorizeAnswer
 from agent._policy import SurfacePolicy, SurfaceSettings
 from agent._tools import Tool
 from agent.seams import ModelSettings

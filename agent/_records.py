@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from agent._answerers import Answerer
 from agent._events import TurnEvent
+from agent._hitl_answerers import Answerer
 from agent._messages import JsonValue, Message
 from agent._turn_input import TurnInput
 
@@ -30,6 +30,26 @@ class TurnStatus(StrEnum):
 
 
 UNFINISHED = (TurnStatus.QUEUED, TurnStatus.RUNNING)
+
+
+class CancelReason(StrEnum):
+    """Why the engine (or a Stop) cancels a turn: the reasons it gives itself, in one place
+    so the renderer's words for them and the stores that record them name the same thing.
+
+    Stored as these strings (`TurnRecord.cancel_reason`, `turn.cancelled`'s `reason`), so rows
+    and events written before the enum read back unchanged. A reason is not always one of
+    these: a host may give its own (the HTTP API's `reason`, the bot's `"uninstalled"`), so a
+    parameter that takes one is `CancelReason | str`, and a stored reason reads back as `str`.
+    """
+
+    REPLACED = "replaced"
+    """A newer message superseded it (`AgentSession.start(replace=True)`)."""
+    RESET = "reset"
+    """The session was reset (`AgentSession.reset`): every unfinished turn ends."""
+    STOPPED = "stopped"
+    """A person's Stop (`AgentSession.stop`'s default)."""
+    CANCELLED = "cancelled"
+    """Asked to stop with no other reason (`AgentSession.cancel`'s default)."""
 
 
 class TurnKind(StrEnum):

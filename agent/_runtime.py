@@ -23,11 +23,11 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from types import TracebackType
 
-from agent import _expiry, _inbox
+from agent import _hitl_expiry, _hitl_inbox
 from agent._agent_def import Agent
 from agent._errors import LeaseLostError, StepConflictError, StoreUnavailableError
-from agent._hitl import Principal
-from agent._inbox import PendingApproval, RecentTurn
+from agent._hitl_checks import Principal
+from agent._hitl_inbox import PendingApproval, RecentTurn
 from agent._redaction import Redactor
 from agent._session import AgentSession
 from agent._sinks import EventHub
@@ -248,24 +248,24 @@ class Runtime:
         `expired`. Returns how many this call expired. The recovery sweep of a runtime that
         runs turns calls this; a clock process (`bot clock`) calls it on its own schedule.
         Safe to run in any number of processes at once: each timer applies exactly once."""
-        return await _expiry.expire_due(self, self.clock() if now is None else now)
+        return await _hitl_expiry.expire_due(self, self.clock() if now is None else now)
 
     async def answerable(self, principal: Principal) -> list[PendingApproval]:
         """Every pending request across sessions that `principal` may answer, newest first:
-        parks and proposed writes, with what `resume` / `confirm` need (see `agent._inbox`
+        parks and proposed writes, with what `resume` / `confirm` need (see `agent._hitl_inbox`
         for the rules; they are the ones an answer is checked by)."""
-        return await _inbox.answerable(self, principal)
+        return await _hitl_inbox.answerable(self, principal)
 
     async def pending_approvals(self) -> list[PendingApproval]:
         """Every pending request across sessions, newest first, each with its answerers and
         the workspace an answer must come from: the operator's view (`bot approvals`), which
         `answerable` narrows to what one person may answer."""
-        return await _inbox.pending_approvals(self.store)
+        return await _hitl_inbox.pending_approvals(self.store)
 
     async def recent_turns(self, principal: Principal, limit: int = 10) -> list[RecentTurn]:
         """The principal's own recent turns across sessions (they spoke them, in that
         workspace), newest first."""
-        return await _inbox.recent_turns(self, principal, limit)
+        return await _hitl_inbox.recent_turns(self, principal, limit)
 
     def note_replay(self, key: str, turn_id: str) -> None:
         """Remember that this committed turn id was delivered again, so that `wait_turn` (and

@@ -9,17 +9,6 @@ from typing import Literal
 
 from agent import _effects as effects
 from agent._agent_def import Agent
-from agent._answerers import AnswererInput
-from agent._answering import (
-    ALREADY_ANSWERED,
-    EXPIRED,
-    STOPPED,
-    gone_reason,
-    parked_workspace,
-    waiting_request,
-)
-from agent._approvals import answered_note, clean_reason, note_step_id
-from agent._confirm import answer_confirmation
 from agent._errors import (
     AgentError,
     ResumeConflictError,
@@ -28,7 +17,17 @@ from agent._errors import (
     TurnNotFoundError,
 )
 from agent._events import InputResolved, TurnEvent
-from agent._hitl import (
+from agent._hitl_answer_notes import answered_note, clean_reason, note_step_id
+from agent._hitl_answerers import AnswererInput
+from agent._hitl_answering import (
+    ALREADY_ANSWERED,
+    EXPIRED,
+    STOPPED,
+    gone_reason,
+    parked_workspace,
+    waiting_request,
+)
+from agent._hitl_checks import (
     WORKSPACE_KEYS,
     Grant,
     Principal,
@@ -40,15 +39,17 @@ from agent._hitl import (
     pending_request,
     validate_answer,
 )
+from agent._hitl_confirm import answer_confirmation
+from agent._hitl_requests import InputRequest, parked_request
 from agent._messages import JsonData, JsonValue, Message
 from agent._observe import observe_replayed
-from agent._requests import InputRequest, parked_request
 from agent._session_host import SessionRuntime
 from agent._sinks import Observer, Unsubscribe
 from agent._stop_rights import check_may_stop, stoppable
 from agent._turn_input import InboundEvent, Trigger, TurnInput
 from agent._turn_result import TurnResult
 from agent.seams import (
+    CancelReason,
     ConfirmationRecord,
     ConfirmationStatus,
     ReceiptRecord,
@@ -102,11 +103,11 @@ class AgentSession:
             self.key,
             tid,
             TurnInput.of(input),
-            cancel_unfinished="replaced" if replace else None,
+            cancel_unfinished=CancelReason.REPLACED if replace else None,
             alongside=alongside,
         )
         if replace and created:
-            self.runtime.signal_cancel(self.key, "replaced", keep=tid)
+            self.runtime.signal_cancel(self.key, CancelReason.REPLACED, keep=tid)
         if record.status.finished:
             self.runtime.note_replay(self.key, tid)
         else:
@@ -177,12 +178,17 @@ class AgentSession:
         return result
 
     async def cancel(
-        self, turn_id: str, reason: str = "cancelled", *, principal: Principal | None = None
+        self,
+        turn_id: str,
+        reason: CancelReason | str = CancelReason.CANCELLED,
+        *,
+        principal: Principal | None = None,
     ) -> bool:
         """Durably ask the turn to stop at its next checkpoint; False if it is finished or
-        parked (a park is left for `stop`, reset or an answer). `principal`: the person asking,
-        refused with `StopAuthorizationError` unless they may stop it (`agent._stop_rights`);
-        None is host code, which may stop anything."""
+        parked (a park is left for `stop`, reset or an answer). `reason`: a `CancelReason`, or
+        the caller's own words (free text, stored and shown as given). `principal`: the person
+        asking, refused with `StopAuthorizationError` unless they may stop it
+        (`agent._stop_rights`); None is host code, which may stop anything."""
         if principal is not None:
             await check_may_stop(self, principal, answering_user(None, principal), only=turn_id)
         record = await self._store.request_cancel(self.key, turn_id, reason)
@@ -197,7 +203,7 @@ class AgentSession:
         *,
         by: str | None = None,
         principal: Principal | None = None,
-        reason: str = "stopped",
+        reason: CancelReason | str = CancelReason.STOPPED,
     ) -> list[str]:
         """A person's Stop: durably end every unfinished turn of the session, parked or not;
         returns the ids of the turns this call stopped.
@@ -208,9 +214,10 @@ class AgentSession:
         `replace`, a parked one ends too: its call gets the same synthetic result, so the
         transcript stays valid, the session leaves `suspended`, `input.resolved` (outcome
         `cancelled`, `by`) is logged, a later answer to it is a `ResumeConflictError`, and the
-        model is not called again for that turn. The turns end `cancelled` with `reason`, and
-        `turn.cancelled` says `by` whom. If this process dies before it ends them, whichever
-        worker picks the session up does.
+        model is not called again for that turn. The turns end `cancelled` with `reason` (a
+        `CancelReason`, or the caller's own words as free text), and `turn.cancelled` says
+        `by` whom. If this process dies before it ends them, whichever worker picks the
+        session up does.
 
         Who may stop: with `principal` (the person as the surface verified them, `by` their
         id as for `resume`), only the turns theirs to stop end (`agent._stop_rights`: a parked
@@ -264,7 +271,7 @@ class AgentSession:
         are archived under the current generation and the live tables cleared."""
         reset_id = f"reset:{uuid.uuid4().hex}"
         await self._store.enqueue_reset(self.key, reset_id)
-        self.runtime.signal_cancel(self.key, "reset")
+        self.runtime.signal_cancel(self.key, CancelReason.RESET)
         self.runtime.kick(self.key)
         await self.runtime.wait_turn(self.key, reset_id)
         record = await self._store.get_turn(self.key, reset_id)
@@ -382,7 +389,7 @@ class AgentSession:
         `turn_id` and `digest` bind the answer to what was shown, as `resume(digest=)` does: the
         turn that proposed the write and `confirmation_digest` of the proposal; an answer that
         names another turn or carries another digest is a `ResumeConflictError` and nothing is
-        written. Leaving them out names the proposal by its id alone (`agent._confirm`).
+        written. Leaving them out names the proposal by its id alone (`agent._hitl_confirm`).
         """
         return await answer_confirmation(
             self,

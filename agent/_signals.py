@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
-from agent._requests import InputRequest
+from agent._hitl_requests import InputRequest
 
 
 class TurnSignal(BaseException):

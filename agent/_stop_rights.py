@@ -23,11 +23,11 @@ from __future__ import annotations
 
 from typing import assert_never
 
-from agent._answerers import Answerer, PolicyAnswerer, UserAnswerer
-from agent._answering import parked_workspace
 from agent._errors import ResumeAuthorizationError, StopAuthorizationError
-from agent._hitl import AnswerRequest, Principal, check_workspace, issue_grant, workspace_of
-from agent._requests import InputRequest, parked_request
+from agent._hitl_answerers import Answerer, PolicyAnswerer, UserAnswerer
+from agent._hitl_answering import parked_workspace
+from agent._hitl_checks import AnswerRequest, Principal, check_workspace, issue_grant, workspace_of
+from agent._hitl_requests import InputRequest, parked_request
 from agent._session_host import SessionHandle
 from agent.seams import SessionStatus, TurnKind, TurnRecord, TurnStatus
 

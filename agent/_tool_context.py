@@ -9,20 +9,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent._answerers import AnswererInput
-from agent._approvals import check_expiry, expired_text, note_step_id, reason_text
-from agent._consent import Consent, NeedsConfirmation
 from agent._effects import Effect, EffectCoordinator, EffectFn, ReconcileFn
 from agent._errors import RequestExpiredError, ToolError
 from agent._facts import FactsView
-from agent._hitl import (
+from agent._hitl_answer_notes import check_expiry, expired_text, note_step_id, reason_text
+from agent._hitl_answerers import AnswererInput
+from agent._hitl_capability_confirmation import Consent, NeedsConfirmation
+from agent._hitl_checks import (
     answer_step_id,
     answerers_of,
     default_answerers,
     request_digest,
 )
+from agent._hitl_requests import InputRequest
 from agent._messages import JsonValue
-from agent._requests import InputRequest
 from agent._signals import CancellationSignal, ParkTurn
 from agent._turn_input import InboundEvent, Speaker, TurnInput
 from agent.seams import StoreHandle
@@ -44,9 +44,11 @@ class ToolContext:
     facts: FactsView | None = None
     effects: EffectCoordinator | None = None
     turn_input: TurnInput | None = None
-    """What opened the turn; decides who answers by default (`agent._hitl.default_answerers`)."""
+    """What opened the turn; decides who answers by default
+    (`agent._hitl_checks.default_answerers`)."""
     consent: Consent | None = None
-    """The call's standing with a person's answer (`agent._consent`), set by the engine."""
+    """The call's standing with a person's answer (`agent._hitl_capability_confirmation`), set
+    by the engine."""
     expires_after: float | None = None
     """How long `request_input` waits when the call names no limit: the tool's declared
     `expires_after`, else the agent's `approval_expires_after`; None: forever."""

@@ -1,8 +1,9 @@
 """Tool steps: one call of the model's batch, run under the guarantee its declaration implies,
 its result committed with its message and events. Also the confirmation flow for write tools:
 a `confirmation="required"` call is recorded for a person instead of being run; a
-`confirmation="capability"` tool runs and records its own request (`agent._consent`). Either way
-the turn acting on an accepted answer runs the stored call again with its stored arguments.
+`confirmation="capability"` tool runs and records its own request
+(`agent._hitl_capability_confirmation`). Either way the turn acting on an accepted answer runs
+the stored call again with its stored arguments.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import json
 import logging
 from typing import Any
 
-from agent._consent import Consent, NeedsConfirmation, details_json
 from agent._effects import EffectCoordinator
 from agent._errors import (
     FatalToolError,
@@ -23,10 +23,11 @@ from agent._errors import (
 )
 from agent._events import ActionCompleted, ActionRequested, ConfirmationRequested
 from agent._facts import FactsView
-from agent._hitl import default_answerers
+from agent._hitl_capability_confirmation import Consent, NeedsConfirmation, details_json
+from agent._hitl_checks import default_answerers
+from agent._hitl_requests import ConfirmationRequest
 from agent._messages import AssistantMessage, ToolCall, ToolMessage
 from agent._redaction import is_database_error
-from agent._requests import ConfirmationRequest
 from agent._tool_context import ToolContext
 from agent._tool_turn import ToolTurn
 from agent._tool_values import database_error_detail, describe_error, to_json_value

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, create_model
 
-from agent._answerers import Answerer, AnswererInput
-from agent._approvals import check_expiry
 from agent._errors import AssemblyError, ToolError
-from agent._hitl import answerers_of
+from agent._hitl_answer_notes import check_expiry
+from agent._hitl_answerers import Answerer, AnswererInput
+from agent._hitl_checks import answerers_of
 from agent._tool_values import (
     MAX_ERROR_CHARS,
     SHAPES_ONLY,

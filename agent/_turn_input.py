@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent._answerers import Answerer
+from agent._hitl_answerers import Answerer
 
 
 class _Frozen(BaseModel):
@@ -57,7 +57,7 @@ class ConfirmationAnswer(_Frozen):
     arguments: dict[str, Any]
     details: dict[str, Any] | None = None
     """What a `confirmation="capability"` tool showed and the person approved; the tool finds
-    `ctx.confirmed(details)` True only for these (see `agent._consent`)."""
+    `ctx.confirmed(details)` True only for these (see `agent._hitl_capability_confirmation`)."""
 
 
 def speaker_key(team: str, user: str) -> str:

@@ -26,7 +26,8 @@ from agent._events import (
     TurnFailed,
     TurnStarted,
 )
-from agent._hitl import workspace_of
+from agent._hitl_checks import workspace_of
+from agent._hitl_requests import InputRequest
 from agent._messages import (
     AssistantMessage,
     JsonValue,
@@ -40,7 +41,6 @@ from agent._messages import (
 from agent._model_stream import model_stream
 from agent._policy import TurnPolicy
 from agent._reply_checks import refused
-from agent._requests import InputRequest
 from agent._signals import CancellationSignal, CancelTurn, ParkTurn
 from agent._stops import PAUSE_TURN, continued_text, declined_line, kept_content
 from agent._tool_steps import ToolStepRunner, TurnFailure
@@ -50,6 +50,7 @@ from agent._turn_outcome import empty_reply_note, said_so_far, turn_usage
 from agent._turn_result import TurnResult
 from agent.seams import (
     ApprovalTimer,
+    CancelReason,
     ModelReply,
     ModelRequest,
     SessionStatus,
@@ -132,7 +133,7 @@ class TurnRunner:
     def checkpoint(self) -> None:
         """A boundary where a requested cancellation takes effect."""
         if self.cancellation.cancelled:
-            raise CancelTurn(self.cancellation.reason or "cancelled")
+            raise CancelTurn(self.cancellation.reason or CancelReason.CANCELLED)
 
     # position -----------------------------------------------------------------------------
 

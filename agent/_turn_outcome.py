@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agent._approvals import EXPIRY_BY
+from agent._hitl_answer_notes import EXPIRY_BY
 from agent._messages import AssistantMessage, Message, ToolMessage, Usage
 from agent._turn_input import TurnInput
 

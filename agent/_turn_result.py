@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent._hitl_requests import InputRequest
 from agent._messages import Usage
 from agent._records import TurnRecord, TurnStatus
-from agent._requests import InputRequest
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -16,7 +16,6 @@ nothing else of `agent` (`tests/unit/test_import_direction.py`).
 
 from __future__ import annotations
 
-from agent._answerers import Answerer, answerers_from_json, answerers_to_json
 from agent._errors import (
     FatalToolError,
     LeaseLostError,
@@ -43,6 +42,8 @@ from agent._events import (
     event_from_json,
     event_to_json,
 )
+from agent._hitl_answerers import Answerer, answerers_from_json, answerers_to_json
+from agent._hitl_requests import parked_request
 from agent._messages import (
     ContentBlock,
     JsonValue,
@@ -68,6 +69,7 @@ from agent._records import (
     UNFINISHED,
     ApprovalTimer,
     ArchivedGeneration,
+    CancelReason,
     ConfirmationRecord,
     ConfirmationStatus,
     FactRecord,
@@ -85,7 +87,6 @@ from agent._records import (
     TurnStatus,
 )
 from agent._redaction import Redactor
-from agent._requests import parked_request
 from agent._store_seam import (
     Approvals,
     Ledgers,
@@ -103,6 +104,7 @@ __all__ = [
     "ApprovalTimer",
     "Approvals",
     "ArchivedGeneration",
+    "CancelReason",
     "ConfirmationRecord",
     "ConfirmationStatus",
     "ContentBlock",

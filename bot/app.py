@@ -132,7 +132,13 @@ class SlackBot:
             entry=AgentEntry(
                 agent=agent, delivery=delivery, renderers=self.renderers, clients=self.clients
             ),
-            stops=Stops(runtime=runtime, agent=agent, delivery=delivery, renderers=self.renderers),
+            stops=Stops(
+                runtime=runtime,
+                agent=agent,
+                delivery=delivery,
+                clients=self.render_clients,
+                kick=self.renderers.kick,
+            ),
             feedback=FeedbackHandler(delivery=delivery),
             home=self.home,
             replace_in_flight=settings.replace_in_flight,

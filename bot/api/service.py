@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 from agent import (
     Agent,
     AgentSession,
+    CancelReason,
     ConfirmationStatus,
     InboundEvent,
     ResumeError,
@@ -393,7 +394,9 @@ class ApiService:
         as Slack's Stop ends it (`stop(principal=)`: a person cancelling ends a park, where a
         newer message never does); a queued or running one stops at its next checkpoint. Only
         what the token's principal may stop, by the engine's rule for every surface
-        (`StopAuthorizationError`, a 403, and nothing stops)."""
+        (`StopAuthorizationError`, a 403, and nothing stops). The body's `reason` is the
+        caller's free text, recorded as given; without one, the engine's own reason
+        (`CancelReason.CANCELLED` for one turn, `STOPPED` for a Stop)."""
         principal = where.caller.principal
         if body.turn_id is None:
             return CancelOut(session=where.key, cancelled=await _stopping(where, body))
@@ -404,7 +407,9 @@ class ApiService:
             raise ApiError(409, f"the turn has ended already ({record.status.value})")
         if record.status == TurnStatus.SUSPENDED:
             return CancelOut(session=where.key, cancelled=await _stopping(where, body))
-        cancel = where.session.cancel(body.turn_id, body.reason or "cancelled", principal=principal)
+        cancel = where.session.cancel(
+            body.turn_id, body.reason or CancelReason.CANCELLED, principal=principal
+        )
         if not await _hooked(cancel):
             raise ApiError(409, "the turn has ended already")
         return CancelOut(session=where.key, cancelled=[body.turn_id])
@@ -444,7 +449,9 @@ def _same_message(record: TurnRecord, inbound: InboundEvent) -> bool:
 async def _stopping(where: Addressed, body: CancelBody) -> list[str]:
     """`session.stop` by the token's principal (who may stop what is the engine's to say)."""
     principal = where.caller.principal
-    return await _hooked(where.session.stop(principal=principal, reason=body.reason or "stopped"))
+    return await _hooked(
+        where.session.stop(principal=principal, reason=body.reason or CancelReason.STOPPED)
+    )
 
 
 async def _hooked(call: Awaitable[T]) -> T:

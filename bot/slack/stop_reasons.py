@@ -1,11 +1,9 @@
-"""The words a stopped turn is recorded and shown with: light enough for the command line's
+"""Who stopped a turn, as it is recorded and shown: light enough for the command line's
 `bot cancel` and the renderer to share without importing Slack's Stop handler
-(`bot.slack.stops`)."""
+(`bot.slack.stops`). Why it stopped is the engine's `agent.CancelReason`."""
 
 from __future__ import annotations
 
-STOPPED = "stopped"
-"""The cancellation reason a Stop gives its turns."""
 OPERATOR = "operator"
 """Who `bot cancel` records as having stopped turns when it names nobody: the thread then says
 they were stopped by an operator, not by a person in it."""

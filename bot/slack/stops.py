@@ -35,21 +35,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from agent import Agent, Principal, Runtime, StopAuthorizationError
+from agent import Agent, CancelReason, Principal, Runtime, StopAuthorizationError
 from bot.slack.calls import SlackCallError, call
 from bot.slack.clients import SlackClients
 from bot.slack.identity import principal_of, workspace_of
 from bot.slack.inbound import is_slack_id, is_slack_ts, session_key
-from bot.slack.stop_reasons import STOPPED
 from storage.delivery.store import DeliveryStore
-
-if TYPE_CHECKING:
-    from bot.slack.rendering.pool import (
-        RendererPool,  # which renders what this module's STOPPED means
-    )
 
 log = logging.getLogger(__name__)
 
@@ -98,15 +93,17 @@ class Stops:
         runtime: Runtime,
         agent: Agent,
         delivery: DeliveryStore,
-        renderers: RendererPool,
-        clients: SlackClients | None = None,
+        clients: SlackClients,
+        kick: Callable[[str], None],
     ) -> None:
-        """`clients`: to tell a person their Stop was refused (default: the renderers')."""
+        """`clients`: to tell a person their Stop was refused; `kick`: wakes the session's
+        renderer (`RendererPool.kick`), which shows the stop. A callable, not the pool, so
+        this handler names nothing of `bot.slack.rendering`."""
         self.runtime = runtime
         self.agent = agent
         self.delivery = delivery
-        self.renderers = renderers
-        self.clients = clients or renderers.clients
+        self.clients = clients
+        self.kick = kick
         self._telling: set[asyncio.Task[None]] = set()
 
     async def on_stop(self, body: dict[str, Any]) -> None:
@@ -122,7 +119,7 @@ class Stops:
             return
         session = self.runtime.session(self.agent, key)
         try:
-            stopped = await session.stop(principal=stop.principal, reason=STOPPED)
+            stopped = await session.stop(principal=stop.principal, reason=CancelReason.STOPPED)
         except StopAuthorizationError as refused:
             log.info("a Stop by someone who may not stop these turns was refused")
             self._tell(stop, NOT_YOURS.format(why=refused))
@@ -137,7 +134,7 @@ class Stops:
         # The renderer shows the stop and moves the session out of `processing`; woken even
         # when nothing ran, since Slack left the session as it was when the person clicked.
         await self.delivery.mark_active(key, time.time())
-        self.renderers.kick(key)
+        self.kick(key)
 
     def _tell(self, stop: StopRequest, text: str) -> None:
         """Only to the person, in the thread, after the ack (a Slack call may wait); the turn,

@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 
 from agent.seams import (
     ArchivedGeneration,
+    CancelReason,
     ConfirmationStatus,
     FatalToolError,
     JsonValue,
@@ -356,7 +357,7 @@ def apply_reset(
     for turn in state.turns.values():
         if turn["status"] == TurnStatus.SUSPENDED:
             turn["status"] = TurnStatus.CANCELLED.value
-            turn["cancel_reason"] = "reset"
+            turn["cancel_reason"] = CancelReason.RESET.value
             turn["finished_at"] = now
         elif turn["status"] in UNFINISHED_VALUES and turn["id"] > reset["id"]:
             turn["generation"] = archived + 1

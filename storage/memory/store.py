@@ -27,6 +27,7 @@ from typing import TypeVar
 from agent.seams import (
     ApprovalTimer,
     ArchivedGeneration,
+    CancelReason,
     JsonValue,
     Lease,
     LeaseLostError,
@@ -118,7 +119,7 @@ class MemoryStore(LedgerMethods):
                 self._ids,
                 row,
                 refuse_if_parked=False,
-                cancel_unfinished="reset",
+                cancel_unfinished=CancelReason.RESET,
             )
             return record
 

@@ -13,6 +13,7 @@ from sqlalchemy.engine import Connection, RowMapping
 
 from agent.seams import (
     ArchivedGeneration,
+    CancelReason,
     ConfirmationStatus,
     Lease,
     SessionStatus,
@@ -76,7 +77,11 @@ def apply_reset(
     conn.execute(
         update(turns)
         .where(turns.c.session_key == session, turns.c.status == TurnStatus.SUSPENDED.value)
-        .values(status=TurnStatus.CANCELLED.value, cancel_reason="reset", finished_at=now)
+        .values(
+            status=TurnStatus.CANCELLED.value,
+            cancel_reason=CancelReason.RESET.value,
+            finished_at=now,
+        )
     )
     # An approval from before the reset must never act after it.
     conn.execute(

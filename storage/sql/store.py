@@ -25,6 +25,7 @@ from sqlalchemy.engine import Connection
 from agent.seams import (
     ApprovalTimer,
     ArchivedGeneration,
+    CancelReason,
     ConfirmationRecord,
     ConfirmationStatus,
     FactRecord,
@@ -132,7 +133,7 @@ class SqlStore:
         row = new_turn(session, reset_id, RESET_INPUT, kind=TurnKind.RESET, now=time.time())
         record, _ = await self._x.write(
             lambda c: sql_turns.enqueue(
-                c, self._dialect, row, refuse_if_parked=False, cancel_unfinished="reset"
+                c, self._dialect, row, refuse_if_parked=False, cancel_unfinished=CancelReason.RESET
             ),
             urgent=True,
         )

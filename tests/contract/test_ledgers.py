@@ -27,7 +27,7 @@ from agent import (
     TurnStatus,
     UserAnswerer,
 )
-from agent._confirm import confirmation_digest
+from agent._hitl_confirm import confirmation_digest
 from agent._turn_input import ConfirmationAnswer
 from agent.seams import (
     Answerer,

@@ -23,7 +23,7 @@ from agent import (
     TurnStatus,
     tool,
 )
-from agent._approvals import MAX_REASON_CHARS
+from agent._hitl_answer_notes import MAX_REASON_CHARS
 from tests.support.hitl_fixtures import refund_agent, refund_model, slack_event
 
 SECRET = "hunter2-hunter2-hunter2"

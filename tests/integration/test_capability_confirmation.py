@@ -33,7 +33,7 @@ from agent import (
     grant_confirmation,
     tool,
 )
-from agent._confirm import confirmation_digest
+from agent._hitl_confirm import confirmation_digest
 from tests.support.hitl_fixtures import slack_event
 
 S = "slack:T1:C1:1.0"

@@ -20,8 +20,8 @@ from agent import (
     UserAnswerer,
     tool,
 )
-from agent._answerers import answerers_json
-from agent._hitl import answerers_of
+from agent._hitl_answerers import answerers_json
+from agent._hitl_checks import answerers_of
 from agent.seams import answerers_from_json, answerers_to_json
 
 MALFORMED: list[Any] = [

@@ -9,13 +9,17 @@ import argparse
 
 import pytest
 
-from agent import ReceiptStatus
+from agent import CancelReason, ReceiptStatus
 from bot.cli.operator import arguments
 from bot.core.settings import Settings
 
 
 def test_the_receipt_statuses_are_the_engines() -> None:
     assert tuple(status.value for status in ReceiptStatus) == arguments.RECEIPT_STATUSES
+
+
+def test_the_default_cancel_reason_is_the_engines_stop() -> None:
+    assert arguments.STOPPED == CancelReason.STOPPED
 
 
 def test_the_prune_batch_named_in_the_help_is_the_settings_default() -> None:

@@ -30,8 +30,8 @@ from agent import (
     UserAnswerer,
     tool,
 )
-from agent._confirm import confirmation_digest
-from agent._hitl import request_digest
+from agent._hitl_checks import request_digest
+from agent._hitl_confirm import confirmation_digest
 from agent.seams import (
     TurnInput,
     TurnRecord,

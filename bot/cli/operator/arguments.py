@@ -19,13 +19,15 @@ from typing import Any
 
 from bot.cli.operator.output import exit_codes
 from bot.core.durations import age_seconds_of
-from bot.slack.stop_reasons import STOPPED
 
 QUEUED_FOR = 300.0
 FAILURES = 2
 RESET_WAIT = 60.0
 RECEIPT_STATUSES = ("prepared", "completed", "failed", "uncertain")
 """`agent.ReceiptStatus`'s values."""
+STOPPED = "stopped"
+"""`agent.CancelReason.STOPPED`'s value: `bot cancel`'s default reason, which the thread shows
+as a Stop."""
 PRUNE_BATCH = 500
 """`PRUNE_BATCH`'s default (`bot.core.settings`)."""
 

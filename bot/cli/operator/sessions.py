@@ -28,18 +28,18 @@ import asyncio
 import contextlib
 from typing import Any
 
-from agent import AgentSession, Runtime, TurnRecord, TurnStatus
+from agent import AgentSession, CancelReason, Runtime, TurnRecord, TurnStatus
 from agent.seams import TurnKind
 from bot.cli.operator.output import OperatorError, json_lines
 from bot.cli.operator.stores import OPERATOR_AGENT, Databases, acting_runtime
-from bot.slack.stop_reasons import OPERATOR, STOPPED
+from bot.slack.stop_reasons import OPERATOR
 
 
 async def cancel_command(
     args: argparse.Namespace, dbs: Databases, redis_url: str | None, prefix: str
 ) -> int:
     await dbs.require_session(args.session)
-    reason = " ".join(str(args.reason).split()) or STOPPED
+    reason = " ".join(str(args.reason).split()) or CancelReason.STOPPED
     by = args.by or OPERATOR
     async with acting_runtime(dbs.store, redis_url, prefix) as runtime:
         session = runtime.session(OPERATOR_AGENT, args.session)

@@ -26,10 +26,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from agent import CancelReason
 from agent.seams import JsonValue
 from bot.slack.clients import UNINSTALLED
 from bot.slack.rendering.parts import STATUS_TASK, TASK_MARKS
-from bot.slack.stop_reasons import STOPPED, stopper
+from bot.slack.stop_reasons import stopper
 
 Verdict = tuple[str, str | None]
 """A task card's (status, output)."""
@@ -53,9 +54,9 @@ def denied(by: str | None, reason: str | None) -> str:
 def ended(reason: str, by: str | None = None) -> str:
     """Why a turn's calls ended unfinished, from its `turn.cancelled`."""
     known = {
-        STOPPED: f"stopped{_who(by)}",
-        "replaced": "superseded by a newer message",
-        "reset": "the conversation was reset",
+        CancelReason.STOPPED: f"stopped{_who(by)}",
+        CancelReason.REPLACED: "superseded by a newer message",
+        CancelReason.RESET: "the conversation was reset",
         UNINSTALLED: "the app was removed from this workspace",
     }
     return known.get(reason, reason)
@@ -67,7 +68,7 @@ def park_verdict(outcome: str, by: str | None, reason: str | None, value: JsonVa
         case "expired":
             return "error", EXPIRED
         case "cancelled":
-            return "error", ended(STOPPED, by)
+            return "error", ended(CancelReason.STOPPED, by)
         case _ if value is False:
             return "error", denied(by, reason)
         case _ if value is True:

@@ -22,7 +22,14 @@ from typing import TYPE_CHECKING, Any, assert_never
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from agent import ActionCompleted, ConfirmationRequest, TurnEvent, TurnStatus, confirmation_digest
+from agent import (
+    ActionCompleted,
+    CancelReason,
+    ConfirmationRequest,
+    TurnEvent,
+    TurnStatus,
+    confirmation_digest,
+)
 from agent.seams import SessionStore, TurnKind
 from bot.slack.approval_blocks import ApprovalRef, confirmation_prompt, resolution, stopped_verdict
 from bot.slack.feedback import feedback_blocks
@@ -44,7 +51,7 @@ from bot.slack.rendering.replies import ReplyWriter, TurnView
 from bot.slack.rendering.status import ThreadStatus, session_title
 from bot.slack.rendering.thread import SlackThread
 from bot.slack.rendering.waiting import WaitingTasks, confirm_waits, input_waits
-from bot.slack.stop_reasons import STOPPED, stopper
+from bot.slack.stop_reasons import stopper
 from storage.delivery.store import DeliveryStore, Post
 
 if TYPE_CHECKING:
@@ -52,10 +59,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-FOOTERS = {
-    "replaced": "_superseded by a newer message_",
-    "reset": "_stopped: this conversation was reset_",
-    STOPPED: "_stopped_",
+FOOTERS: dict[str, str] = {
+    CancelReason.REPLACED: "_superseded by a newer message_",
+    CancelReason.RESET: "_stopped: this conversation was reset_",
+    CancelReason.STOPPED: "_stopped_",
 }
 FAILED = ":warning: Sorry, something went wrong and I could not finish this reply."
 
@@ -306,12 +313,12 @@ class SessionRenderer:
                 view = await self.replies.view_for(event.turn_id)
                 by = event.by
                 footer = FOOTERS.get(event.reason, f"_cancelled ({event.reason})_")
-                if event.reason == STOPPED and by:
+                if event.reason == CancelReason.STOPPED and by:
                     footer = f"_stopped by {stopper(by)}_"
                 if view.part is not None:  # calls of the batch that never ran
                     view.part.end_unfinished_tasks(ended(event.reason, by))
                 await self._end(view, footer if view.shown_any else None)
-                if event.reason == STOPPED:
+                if event.reason == CancelReason.STOPPED:
                     # Stop ends a park too: its request loses its buttons and says who stopped.
                     await self.approvals.settle(event.turn_id, stopped_verdict(by))
             case "message.delta" | "progress.updated":

@@ -17,8 +17,8 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from agent._answerers import UserAnswerer
 from agent._errors import ResumeValidationError
+from agent._hitl_answerers import UserAnswerer
 from agent._messages import JsonValue
 from agent._turn_input import ConfirmationAnswer, Trigger, TurnInput
 from agent.seams import ConfirmationRecord, ConfirmationStatus

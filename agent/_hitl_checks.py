@@ -17,7 +17,13 @@ from typing import Any, TypedDict, assert_never
 import jsonschema
 import pydantic
 
-from agent._answerers import (
+from agent._errors import (
+    ResumeAuthorizationError,
+    ResumeConflictError,
+    ResumeValidationError,
+    ToolError,
+)
+from agent._hitl_answerers import (
     Answerer,
     AnswererInput,
     PolicyAnswerer,
@@ -25,14 +31,8 @@ from agent._answerers import (
     answerers_json,
     parse_answerer,
 )
-from agent._errors import (
-    ResumeAuthorizationError,
-    ResumeConflictError,
-    ResumeValidationError,
-    ToolError,
-)
+from agent._hitl_requests import InputRequest, parked_request
 from agent._messages import JsonValue
-from agent._requests import InputRequest, parked_request
 from agent._turn_input import TurnInput
 
 

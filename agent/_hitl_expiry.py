@@ -20,15 +20,16 @@ import logging
 from collections.abc import Callable
 from typing import Protocol
 
-from agent._approvals import confirmation_follow_up, expired_note, note_step_id
 from agent._errors import ResumeError, SessionSuspendedError, StoreUnavailableError
 from agent._events import ConfirmationResolved, InputResolved
-from agent._hitl import answer_step_id, workspace_of
-from agent._requests import parked_request
+from agent._hitl_answer_notes import confirmation_follow_up, expired_note, note_step_id
+from agent._hitl_checks import answer_step_id, workspace_of
+from agent._hitl_requests import parked_request
 from agent._sinks import EventHub
 from agent.seams import ApprovalTimer, ConfirmationStatus, SessionStatus, SessionStore, TimerKind
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("agent._expiry")
+"""The name it logged under before the `_hitl_` rename, so operators' log filters still match."""
 
 SWEEP_BATCH = 100
 """Timers applied per sweep at most; the rest wait for the next one (seconds later)."""

@@ -10,9 +10,9 @@ its lock (a race between two clicks): the store's own refusal is read back into 
 
 from __future__ import annotations
 
-from agent._approvals import note_step_id
 from agent._errors import ResumeConflictError
-from agent._hitl import (
+from agent._hitl_answer_notes import note_step_id
+from agent._hitl_checks import (
     AuthorizeAnswer,
     Grant,
     ResumeRequest,
@@ -23,8 +23,8 @@ from agent._hitl import (
     pending_request,
     workspace_of,
 )
+from agent._hitl_requests import InputRequest
 from agent._messages import JsonValue
-from agent._requests import InputRequest
 from agent._session_host import SessionHandle
 from agent._turn_input import InboundEvent, TurnInput
 from agent.seams import SessionRecord, SessionStatus, SessionStore, TurnStatus

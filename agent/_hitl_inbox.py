@@ -1,7 +1,7 @@
 """Who may answer what, across sessions: one query for every surface that lists approvals
 (Slack's App Home, `bot approvals`, an HTTP API), and a person's own recent turns.
 
-The query applies the rules an answer is checked by (`agent._hitl`), so what it lists for a
+The query applies the rules an answer is checked by (`agent._hitl_checks`), so what it lists for a
 person is what they could answer, and never what someone else could:
 - a `{"user": id}` answerer: that person, and only inside the request's own workspace (a user
   id names one person only there), so a request saved without a workspace is listed for
@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol, assert_never
 
 from agent._agent_def import Agent
-from agent._answerers import Answerer, PolicyAnswerer, UserAnswerer
-from agent._answering import parked_workspace
-from agent._confirm import confirmation_digest
 from agent._errors import ResumeAuthorizationError
-from agent._hitl import Principal, check_workspace, issue_grant, workspace_of
-from agent._requests import parked_request
+from agent._hitl_answerers import Answerer, PolicyAnswerer, UserAnswerer
+from agent._hitl_answering import parked_workspace
+from agent._hitl_checks import Principal, check_workspace, issue_grant, workspace_of
+from agent._hitl_confirm import confirmation_digest
+from agent._hitl_requests import parked_request
 from agent._turn_input import TurnInput, speaker_key
 from agent.seams import SessionStore, TurnStatus
 

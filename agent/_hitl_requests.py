@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent._answerers import Answerer
+from agent._hitl_answerers import Answerer
 from agent._messages import JsonValue
 
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from agent._answering import ALREADY_ANSWERED, ANOTHER_WAITS, CHANGED, EXPIRED, refuse_expired
-from agent._approvals import clean_reason, confirmation_follow_up
 from agent._errors import ResumeConflictError
 from agent._events import ConfirmationResolved
-from agent._hitl import (
+from agent._hitl_answer_notes import clean_reason, confirmation_follow_up
+from agent._hitl_answering import ALREADY_ANSWERED, ANOTHER_WAITS, CHANGED, EXPIRED, refuse_expired
+from agent._hitl_checks import (
     AuthorizeAnswer,
     Grant,
     Principal,
@@ -30,7 +30,7 @@ from agent._hitl import (
     request_digest,
     workspace_of,
 )
-from agent._requests import ConfirmationRequest
+from agent._hitl_requests import ConfirmationRequest
 from agent._session_host import SessionHandle
 from agent.seams import ConfirmationRecord, ConfirmationStatus, Ledgers, StoreHandle, TurnQueue
 
