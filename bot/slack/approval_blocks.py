@@ -24,6 +24,7 @@ from slack_sdk.models.blocks import (
 
 from agent import Answerer, ConfirmationRequest, PolicyAnswerer, UserAnswerer
 from bot.slack.stop_reasons import stopper
+from storage.delivery.bodies import AnswerMark, PostBody
 
 APPROVE = "agent_approve"
 DENY = "agent_deny"
@@ -158,17 +159,15 @@ def resolution(outcome: str, by: str | None, reason: str | None = None) -> str:
     return f"{verdict}: {reason}" if reason and outcome != "accepted" else verdict
 
 
-def answered_message(body: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
-    """Text and blocks of an approval message once settled: answered (`body["answered"]` says
-    how), or ended without an answer (`body["settled"]`: expired, stopped)."""
-    prompt = str(body.get("prompt") or "Approval request")
-    settled = body.get("settled")
-    if isinstance(settled, str):
-        verdict = settled
+def answered_message(body: PostBody) -> tuple[str, list[dict[str, Any]]]:
+    """Text and blocks of an approval message once settled: answered (`body.answered` says
+    how), or ended without an answer (`body.settled`: expired, stopped)."""
+    prompt = body.prompt or "Approval request"
+    if body.settled is not None:
+        verdict = body.settled
     else:
-        answered = body.get("answered") or {}
-        verdict = verdict_text(bool(answered.get("accepted")), answered.get("by"))
-        reason = answered.get("reason")
-        if reason and not answered.get("accepted"):
-            verdict += f": {reason}"
+        answered = body.answered or AnswerMark(by=None, accepted=False)
+        verdict = verdict_text(answered.accepted, answered.by)
+        if answered.reason and not answered.accepted:
+            verdict += f": {answered.reason}"
     return f"{prompt}\n{verdict}", answered_blocks(prompt, verdict)

@@ -25,7 +25,8 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from dataclasses import replace
+from typing import Any, Literal
 
 from agent import (
     Agent,
@@ -52,6 +53,7 @@ from bot.slack.clients import SlackClients
 from bot.slack.deny_modal import ModalSeal, Opened, deny_modal, reason_of
 from bot.slack.home import HomeTab, Inbox, ref_of
 from bot.slack.identity import principal_of
+from storage.delivery.bodies import AnswerMark
 from storage.delivery.store import DeliveryStore, Post, PostUpdate
 
 log = logging.getLogger(__name__)
@@ -155,7 +157,7 @@ class AnswerHandler:
             opened_at=time.time(),
         )
         post = await self.delivery.get_post(click.ref.post_key)
-        prompt = str((post.body if post else {}).get("prompt") or "Deny this request?")
+        prompt = (post.body.prompt if post else None) or "Deny this request?"
         view = deny_modal(prompt, self.seal.seal(opened))
         trigger = click.trigger_id
         try:
@@ -233,12 +235,10 @@ class AnswerHandler:
                 await self._ephemeral(click, TRY_AGAIN)
                 return
         post = await self.delivery.get_post(click.ref.post_key)
-        body_json = dict(post.body) if post else {}
-        body_json["answered"] = answer_mark(click)
         verdict = verdict_text(click.accepted, click.user)
         if click.reason:
             verdict += f": {click.reason}"
-        await self._show(click, verdict, body_json, post)
+        await self._show(click, verdict, post)
         self._refresh_home(click, post)
         ts = posted_as(post, click)
         if post is not None and ts is not None:
@@ -259,7 +259,7 @@ class AnswerHandler:
         answered = (
             PostUpdate(
                 post_key=post.post_key,
-                body={**post.body, "answered": answer_mark(click)},
+                body=replace(post.body, answered=answer_mark(click)),
                 state="answered",
                 ts=ts,
             )
@@ -329,24 +329,19 @@ class AnswerHandler:
         if not shown_in(post, click) or not await self._gone(session, ref):
             await self._ephemeral(click, MISMATCH)
             return
-        if post is not None and post.body.get("settled"):
+        if post is not None and post.body.settled:
             # Ended without an answer (expired, stopped); its message says so already.
             await self._ephemeral(click, STALE)
             return
-        answered = (post.body.get("answered") if post else None) or await self._answer_of(
-            session, ref
-        )
+        answered = (post.body.answered if post else None) or await self._answer_of(session, ref)
         if answered == "racing":
             await self._ephemeral(click, ALREADY)
             return
         await self._ephemeral(click, ALREADY if answered else STALE)
-        body = dict(post.body) if post else {}
-        if isinstance(answered, dict):
-            await self._show(
-                click, verdict_text(bool(answered["accepted"]), answered.get("by")), body, post
-            )
+        if isinstance(answered, AnswerMark):
+            await self._show(click, verdict_text(answered.accepted, answered.by), post)
         else:
-            await self._show(click, NO_LONGER_PENDING, body, post)
+            await self._show(click, NO_LONGER_PENDING, post)
 
     async def _gone(self, session: AgentSession, ref: ApprovalRef) -> bool:
         """Is the request this button was made for no longer waiting for anyone?"""
@@ -358,23 +353,21 @@ class AnswerHandler:
 
     async def _answer_of(
         self, session: AgentSession, ref: ApprovalRef
-    ) -> dict[str, Any] | str | None:
+    ) -> AnswerMark | Literal["racing"] | None:
         store = self.runtime.store
         if ref.kind == "confirm":
             record = await store.get_confirmation(ref.session, ref.ident)
             if record is None or record.status == ConfirmationStatus.PENDING:
                 return None
-            return {"by": record.by, "accepted": record.status == ConfirmationStatus.ACCEPTED}
+            return AnswerMark(by=record.by, accepted=record.status == ConfirmationStatus.ACCEPTED)
         steps = await store.load_steps(ref.session, ref.turn_id)
         # Answered, but the winning click has not shown its verdict yet: leave that to it.
         return "racing" if f"input:{ref.turn_id}:{ref.ident}" in steps else None
 
-    async def _show(
-        self, click: Click, verdict: str, body: dict[str, Any], post: Post | None
-    ) -> None:
+    async def _show(self, click: Click, verdict: str, post: Post | None) -> None:
         """Rewrite the request's own message (the one the renderer posted for it; the clicked
         one only when the bot has no record of it)."""
-        prompt = str(body.get("prompt") or "Approval request")
+        prompt = (post.body.prompt if post else None) or "Approval request"
         blocks = answered_blocks(prompt, verdict)
         channel, ts = (
             (post.channel, post.ts)
@@ -422,8 +415,8 @@ class AnswerHandler:
         team = click.principal.get("team")
         if self.home is None or not team:
             return
-        audience = (post.body if post else {}).get("audience")
-        users = {click.user, *audience} if isinstance(audience, list) else None
+        audience = post.body.audience if post else None
+        users = {click.user, *audience} if audience is not None else None
         self.home.refresh(team, users)
 
 

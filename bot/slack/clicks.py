@@ -13,6 +13,7 @@ from agent import Principal
 from bot.slack.approval_blocks import ApprovalRef
 from bot.slack.deny_modal import Opened
 from bot.slack.identity import principal_of, workspace_of
+from storage.delivery.bodies import AnswerMark
 from storage.delivery.store import Post
 
 
@@ -91,12 +92,9 @@ def names(button: ApprovalRef, pending: ApprovalRef) -> bool:
     return pending == button
 
 
-def answer_mark(click: Click) -> dict[str, Any]:
+def answer_mark(click: Click) -> AnswerMark:
     """How the request's message records the answer."""
-    found: dict[str, Any] = {"by": click.user, "accepted": click.accepted}
-    if click.reason:
-        found["reason"] = click.reason
-    return found
+    return AnswerMark(by=click.user, accepted=click.accepted, reason=click.reason or None)
 
 
 def posted_as(post: Post | None, click: Click) -> str | None:

@@ -18,10 +18,10 @@ from collections.abc import Sequence
 from sqlalchemy import ColumnElement, func, select, update
 from sqlalchemy.engine import Connection
 
+from storage.delivery.bodies import EMPTY_BODY
 from storage.delivery.schema import delivery_posts, delivery_targets
 
 DONE_STATES = ("closed", "empty", "deleted")
-EMPTY_BODY = "{}"
 
 
 def cursors(conn: Connection, sessions: Sequence[str]) -> dict[str, int]:

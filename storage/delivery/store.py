@@ -26,7 +26,6 @@ the engine's store does, and `register` runs before every ack, so it has to be c
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -36,6 +35,7 @@ from sqlalchemy.engine import Connection
 
 from agent.seams import SchemaMismatchError, StoreHandle
 from storage.delivery import prune as delivery_prune
+from storage.delivery.bodies import PostBody
 from storage.delivery.schema import (
     DELIVERY_REVISION,
     delivery_posts,
@@ -74,7 +74,8 @@ class Post:
     ts: str | None = None
     state: str = "posting"
     mode: str = "stream"
-    body: dict[str, Any] = field(default_factory=dict)
+    body: PostBody = field(default_factory=PostBody)
+    """What the message shows or keeps, by kind (`storage.delivery.bodies`)."""
     opened_at: float = 0.0
 
 
@@ -97,7 +98,7 @@ class PostUpdate:
     """A change to one post saved together with the cursor."""
 
     post_key: str
-    body: dict[str, Any] | None = None
+    body: PostBody | None = None
     state: str | None = None
     ts: str | None = None
     mode: str | None = None
@@ -276,7 +277,7 @@ class DeliveryStore:
             "ts": post.ts,
             "state": post.state,
             "mode": post.mode,
-            "body": json.dumps(post.body),
+            "body": post.body.to_json(),
             "opened_at": post.opened_at or now,
             "updated_at": now,
         }
@@ -410,7 +411,7 @@ class DeliveryStore:
 def _apply(conn: Connection, statement: Any, change: PostUpdate, now: float) -> None:
     values: dict[str, Any] = {"b_post": change.post_key, "updated_at": now}
     if change.body is not None:
-        values["body"] = json.dumps(change.body)
+        values["body"] = change.body.to_json()
     if change.state is not None:
         values["state"] = change.state
     if change.ts is not None:
@@ -477,6 +478,6 @@ def _post(row: Row[Any]) -> Post:
         ts=m["ts"],
         state=m["state"],
         mode=m["mode"],
-        body=json.loads(m["body"] or "{}"),
+        body=PostBody.from_json(m["body"]),
         opened_at=float(m["opened_at"]),
     )

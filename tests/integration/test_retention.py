@@ -26,6 +26,7 @@ from agent import (
 )
 from bot.core.retention import Retention, run_prune
 from storage import SqlStore
+from storage.delivery.bodies import PostBody
 from storage.delivery.store import DeliveryStore, Post, PostUpdate
 from storage.sql.schema import turns
 from tests.support import children
@@ -278,19 +279,19 @@ async def test_only_finished_reply_bodies_go_from_the_delivery_tables(sql_url: s
                 kind=kind,
                 channel="C1",
                 thread_ts="1.0",
-                body={"text": f"body {n}"},
+                body=PostBody(text=f"body {n}"),
             )
             await delivery.begin_post(post, at)
             await delivery.update_post(PostUpdate(post_key=f"k{n}", state=state, ts=f"{n}.5"), at)
 
         assert await delivery.prune_posts(before=200.0, dry_run=True) == (1, None)
-        assert (await delivery.get_post("k0")).body == {"text": "body 0"}
+        assert (await delivery.get_post("k0")).body == PostBody(text="body 0")
         assert await delivery.prune_posts(before=200.0, limit=1) == (1, "k0")
         assert await delivery.prune_posts(before=200.0, after="k0", limit=1) == (0, None)
         bodies = {p.post_key: p.body for p in await delivery.posts(KEY)}
         assert bodies == {
-            "k0": {},
-            **{f"k{n}": {"text": f"body {n}"} for n in range(1, 5)},
+            "k0": PostBody(),
+            **{f"k{n}": PostBody(text=f"body {n}") for n in range(1, 5)},
         }
         stripped = await delivery.get_post("k0")
         assert (stripped.state, stripped.ts) == ("closed", "0.5")  # its row and ts stay

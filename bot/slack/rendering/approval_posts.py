@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, assert_never
 
 from agent import Answerer, PolicyAnswerer, UserAnswerer
@@ -18,6 +19,7 @@ from bot.slack.approval_blocks import ApprovalRef, answered_message, approval_bl
 from bot.slack.calls import Refused, Uncertain
 from bot.slack.rendering.parts import Target
 from bot.slack.rendering.thread import SlackThread
+from storage.delivery.bodies import PostBody
 from storage.delivery.store import DeliveryStore, Post, PostUpdate
 
 if TYPE_CHECKING:
@@ -77,11 +79,9 @@ class ApprovalPosts:
             kind="approval",
             channel=self.target.channel,
             thread_ts=self.target.thread_ts,
-            body={
-                "prompt": prompt,
-                "blocks": blocks,
-                "audience": audience(answerers, self.target.user_id),
-            },
+            body=PostBody(
+                prompt=prompt, blocks=blocks, audience=audience(answerers, self.target.user_id)
+            ),
             opened_at=self.clock(),
         )
         await self.delivery.begin_post(post, time.time())
@@ -103,21 +103,17 @@ class ApprovalPosts:
         post = next((p for p in reversed(posts) if p.post_key.endswith(suffix)), None)
         if post is None or post.state == "answered":
             return  # never posted here; or answered by a click whose mark shows it
-        if post.body.get("answered") or post.body.get("settled"):
+        if post.body.answered or post.body.settled:
             return
-        await self.show_answered(
-            Post(**{**post.__dict__, "body": {**post.body, "settled": verdict}})
-        )
+        await self.show_answered(_settled(post, verdict))
 
     async def settle(self, turn_id: str, verdict: str) -> None:
         """The turn's requests ended without an answer (stopped, expired): each says so and
         loses its buttons. One already answered keeps its answer."""
         for post in await self.delivery.posts(self.key, turn_id=turn_id, kind="approval"):
-            if post.body.get("answered") or post.body.get("settled"):
+            if post.body.answered or post.body.settled:
                 continue
-            await self.show_answered(
-                Post(**{**post.__dict__, "body": {**post.body, "settled": verdict}})
-            )
+            await self.show_answered(_settled(post, verdict))
 
     async def show_answered(self, post: Post) -> None:
         """The message says who answered and loses its buttons."""
@@ -138,5 +134,10 @@ class ApprovalPosts:
 
     def _refresh_home(self, post: Post) -> None:
         if self.home is not None:
-            listed = post.body.get("audience")
-            self.home.refresh(self.target.team, set(listed) if isinstance(listed, list) else None)
+            listed = post.body.audience
+            self.home.refresh(self.target.team, set(listed) if listed is not None else None)
+
+
+def _settled(post: Post, verdict: str) -> Post:
+    """The post as its message is to show it: ended without an answer, as `verdict` says."""
+    return replace(post, body=replace(post.body, settled=verdict))

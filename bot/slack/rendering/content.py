@@ -17,6 +17,8 @@ from typing import Any
 
 from slack_sdk.models.messages.chunk import TaskUpdateChunk
 
+from storage.delivery.bodies import PostBody
+
 TASK_MARKS = {"complete": "✓", "error": "✗", "in_progress": "…", "pending": "·"}
 STATUS_TASK = "status"
 MAX_TEXT = 11_000  # Slack takes about 12,000 characters per markdown_text / text
@@ -41,28 +43,25 @@ class PartContent:
     blocks: list[dict[str, Any]] = field(default_factory=list)
     """Blocks it closed with below everything (an answer's feedback buttons)."""
 
-    def body(self) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "text": self.shown[: self.durable],
-            "tasks": list(self.tasks.values()),
-        }
-        if self.footer:
-            body["footer"] = self.footer
-        if self.blocks:
-            body["blocks"] = self.blocks
-        return body
+    def body(self) -> PostBody:
+        """What the message's row keeps: its words as far as they are durable, every card."""
+        return PostBody(
+            text=self.shown[: self.durable],
+            tasks=list(self.tasks.values()),
+            footer=self.footer or None,
+            blocks=self.blocks or None,
+        )
 
     @classmethod
-    def from_body(cls, body: dict[str, Any]) -> PartContent:
-        text = str(body.get("text", ""))
-        tasks = {str(t["id"]): dict(t) for t in body.get("tasks", []) if "id" in t}
-        blocks = body.get("blocks")
+    def from_body(cls, body: PostBody) -> PartContent:
+        text = body.text or ""
+        tasks = {str(t["id"]): dict(t) for t in body.tasks or [] if "id" in t}
         return cls(
             shown=text,
             durable=len(text),
             tasks=tasks,
-            footer=str(body.get("footer") or ""),
-            blocks=list(blocks) if isinstance(blocks, list) else [],
+            footer=body.footer or "",
+            blocks=list(body.blocks or []),
         )
 
 

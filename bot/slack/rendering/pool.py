@@ -31,6 +31,7 @@ from bot.slack.rendering.lease import LeaseLost, RenderSettings
 from bot.slack.rendering.parts import Target
 from bot.slack.rendering.renderer import SessionRenderer
 from bot.slack.rendering.thread import RETIRED
+from storage.delivery.bodies import PostBody
 from storage.delivery.store import DeliveryStore, Post
 from storage.delivery.store import Target as DeliveryTarget
 
@@ -356,10 +357,10 @@ class RendererPool:
                 kind="notice",
                 channel=target.channel,
                 thread_ts=target.thread_ts,
-                body={"prompt": text, "claim": claim},
+                body=PostBody(prompt=text, claim=claim),
             )
             stored = await self.delivery.begin_post(post, time.time())
-            if stored.body.get("claim") != claim or stored.state != "posting" or stored.ts:
+            if stored.body.claim != claim or stored.state != "posting" or stored.ts:
                 return
             team = target.team
             client = await self.clients.for_team(team)

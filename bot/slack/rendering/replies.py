@@ -28,6 +28,7 @@ from bot.slack.rendering.parts import (
     UpdatePart,
 )
 from bot.slack.rendering.thread import SlackThread
+from storage.delivery.bodies import PostBody
 from storage.delivery.store import DeliveryStore, Post, PostUpdate
 
 log = logging.getLogger(__name__)
@@ -80,13 +81,13 @@ class ReplyWriter:
         self._changes = {}
         return changes
 
-    def saved_body(self, post: Post) -> dict[str, Any]:
+    def saved_body(self, post: Post) -> PostBody:
         """What `post` shows as of now: its body in this batch's changes if it changed since
         the last save (not yet in the store), else the stored one."""
         change = self._changes.get(post.post_key)
         return change.body if change is not None and change.body is not None else post.body
 
-    def keep(self, post_key: str, body: dict[str, Any]) -> None:
+    def keep(self, post_key: str, body: PostBody) -> None:
         """Save a message's new body with the batch (an edit made outside its own part)."""
         change = self._changes.get(post_key)
         state = change.state if change is not None else None

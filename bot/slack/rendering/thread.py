@@ -77,11 +77,7 @@ class SlackThread:
 
     async def send_post(self, post: Post) -> str:
         """Post a whole message once: an uncertain outcome is settled by its metadata key."""
-        thread_ts, blocks, text = (
-            post.thread_ts,
-            post.body.get("blocks"),
-            post.body.get("prompt", ""),
-        )
+        thread_ts, blocks, text = post.thread_ts, post.body.blocks, post.body.prompt or ""
         try:
             response = await self.patient(
                 "chat.postMessage",
@@ -90,7 +86,7 @@ class SlackThread:
                     lambda: self.client.chat_postMessage(
                         channel=post.channel,
                         thread_ts=thread_ts,
-                        text=str(text) or "…",
+                        text=text or "…",
                         blocks=blocks,
                         metadata=metadata_for(post.post_key),
                     ),
