@@ -134,7 +134,7 @@ async def observe(url: str, count: int, delay: float) -> None:
         await proc.wait()
         await asyncio.wait_for(reading, 10)
     finally:
-        await pubsub.aclose()  # type: ignore[no-untyped-call]
+        await pubsub.aclose()  # type: ignore[no-untyped-call, unused-ignore]  # typed from redis 8.2
         await raw.aclose()
         await relay.close()
         await runtime.close()
