@@ -113,39 +113,53 @@ class _RunDelay:
 
     def __init__(self) -> None:
         self._files: dict[str, int] = {}
+        self._closed = False
+        # The watchdog and the loop (judging a late ping) both read, and `stop` closes while a
+        # watchdog that outlived its join may still read: unguarded, one closed or popped a file
+        # the other was using (a KeyError or EBADF that killed the watchdog thread).
+        self._lock = threading.Lock()
 
     def read(self) -> dict[str, int]:
-        try:
-            tids = os.listdir("/proc/self/task")
-        except OSError:
-            return {}
-        delays: dict[str, int] = {}
-        for tid in tids:
-            fd = self._files.get(tid)
+        with self._lock:
+            if self._closed:
+                return {}
             try:
-                if fd is None:
-                    fd = self._files[tid] = os.open(f"/proc/self/task/{tid}/schedstat", os.O_RDONLY)
-                delays[tid] = int(os.pread(fd, 128, 0).split()[1])
-            except (OSError, IndexError, ValueError):
-                continue  # the thread ended meanwhile
-        for gone in self._files.keys() - delays.keys():
-            os.close(self._files.pop(gone))
-        return delays
+                tids = os.listdir("/proc/self/task")
+            except OSError:
+                return {}
+            delays: dict[str, int] = {}
+            for tid in tids:
+                reading = self._field(tid, 1)
+                if reading is not None:
+                    delays[tid] = reading
+            for gone in self._files.keys() - delays.keys():
+                with contextlib.suppress(OSError):
+                    os.close(self._files.pop(gone))
+            return delays
 
     def cpu(self, tid: str) -> int:
         """Nanoseconds thread `tid` has run on a CPU (0 where unreadable)."""
+        with self._lock:
+            reading = None if self._closed else self._field(tid, 0)
+            return reading or 0
+
+    def _field(self, tid: str, index: int) -> int | None:
+        """One number of the thread's schedstat; None when the thread ended meanwhile."""
         fd = self._files.get(tid)
         try:
             if fd is None:
                 fd = self._files[tid] = os.open(f"/proc/self/task/{tid}/schedstat", os.O_RDONLY)
-            return int(os.pread(fd, 128, 0).split()[0])
+            return int(os.pread(fd, 128, 0).split()[index])
         except (OSError, IndexError, ValueError):
-            return 0
+            return None
 
     def close(self) -> None:
-        for fd in self._files.values():
-            os.close(fd)
-        self._files.clear()
+        with self._lock:
+            self._closed = True
+            for fd in self._files.values():
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            self._files.clear()
 
 
 class _Steal:
@@ -158,20 +172,25 @@ class _Steal:
         except OSError:
             self._fd = None
         self._tick = 1 / os.sysconf("SC_CLK_TCK")
+        self._lock = threading.Lock()  # read by the watchdog and the loop, closed by `stop`
 
     def read(self) -> float:
-        if self._fd is None:
-            return 0.0
-        try:
-            fields = os.pread(self._fd, 256, 0).split(b"\n", 1)[0].split()
-            return int(fields[8]) * self._tick  # cpu user nice system idle iowait irq softirq steal
-        except (OSError, IndexError, ValueError):
-            return 0.0
+        with self._lock:
+            if self._fd is None:
+                return 0.0
+            try:
+                fields = os.pread(self._fd, 256, 0).split(b"\n", 1)[0].split()
+                # cpu user nice system idle iowait irq softirq steal
+                return int(fields[8]) * self._tick
+            except (OSError, IndexError, ValueError):
+                return 0.0
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        with self._lock:
+            if self._fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(self._fd)
+                self._fd = None
 
 
 def _waited(before: dict[str, int], after: dict[str, int]) -> float:
@@ -210,6 +229,8 @@ class LoopWatch:
         self._replaced: dict[str, Any] = {}
         self.pings = 0
         """Pings answered: how many times the loop was measured."""
+        self.failed_pings: list[str] = []
+        """Pings the watchdog could not send or time (the error of each); it went on regardless."""
 
     def start(self) -> None:
         self._loop_thread = threading.get_ident()
@@ -280,9 +301,16 @@ class LoopWatch:
     # -- the watchdog thread and the loop's answers --------------------------------------------
 
     def _watch(self) -> None:
+        """The watchdog never dies: an exception escaping a thread is reported by pytest as an
+        unhandled-thread-exception warning in whatever test runs then (an error under
+        `filterwarnings = error`), and a dead watchdog would stop catching blocks silently.
+        A failed ping is counted and the next one sent."""
         while not self._stopping.wait(self._interval):
             if self._running:
-                self._send_one()
+                try:
+                    self._send_one()
+                except Exception as err:  # kept alive on purpose, see above
+                    self.failed_pings.append(repr(err))
 
     def _send_one(self) -> None:
         self._ping += 1

@@ -272,3 +272,71 @@ def test_an_unsampled_late_answer_counts_no_more_than_the_loop_ran() -> None:
             assert bool(watch.blocks) is blocked, (where, watch.blocks)
     finally:
         loop.close()
+
+
+def test_reading_run_delays_while_the_watch_closes_never_raises() -> None:
+    """The watchdog and the loop read the same /proc files while `stop` closes them (a watchdog
+    that outlived its join): unguarded, one popped or closed a file another was reading, and the
+    watchdog thread died with a KeyError or EBADF, reported as an error in an unrelated test."""
+    for _ in range(20):
+        reader = _RunDelay()
+        errors: list[BaseException] = []
+        go = threading.Event()
+
+        def hammer(
+            reader: _RunDelay = reader,
+            errors: list[BaseException] = errors,
+            go: threading.Event = go,
+        ) -> None:
+            go.wait()
+            try:
+                for _ in range(200):
+                    reader.read()
+                    reader.cpu(str(threading.get_native_id()))
+            except BaseException as err:  # the test reports whatever escaped
+                errors.append(err)
+
+        threads = [threading.Thread(target=hammer) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        go.set()
+        time.sleep(0.001)
+        reader.close()
+        for thread in threads:
+            thread.join(30)
+        assert errors == []
+        assert reader.read() == {}, "a closed reader reads nothing (and opens nothing)"
+        assert reader._files == {}
+
+
+def test_a_ping_that_fails_does_not_stop_the_watchdog() -> None:
+    """A failed ping is counted and the next one sent: a dead watchdog catches no block."""
+    import asyncio
+
+    from tests.support.loop_watch import LoopWatch
+
+    loop = asyncio.new_event_loop()
+    watch = LoopWatch(loop, interval=0.001)
+    sent = 0
+
+    def flaky_send() -> None:
+        nonlocal sent
+        sent += 1
+        if sent == 1:
+            raise OSError("EBADF")
+
+    watch._send_one = flaky_send  # type: ignore[method-assign]
+    watch._running = True
+    watch._thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while sent < 3:
+            assert time.monotonic() < deadline, "the watchdog stopped after a failed ping"
+            time.sleep(0.01)
+    finally:
+        watch._stopping.set()
+        watch._thread.join(30)
+        watch._run_delay.close()
+        watch._steal.close()
+        loop.close()
+    assert watch.failed_pings == ["OSError('EBADF')"]
