@@ -184,6 +184,45 @@ def test_a_person_clicks_through_the_bot_in_a_browser(
     assert len(list(screenshots.glob("*.png"))) == steps.n
 
 
+COLOURED_PIXELS = """() => {
+  const canvas = document.createElement('canvas');
+  canvas.width = canvas.height = 48;
+  const ctx = canvas.getContext('2d', {willReadFrequently: true});
+  ctx.font = '32px ' + getComputedStyle(document.body).fontFamily;
+  ctx.textBaseline = 'top';
+  const counts = {};
+  for (const emoji of new Set(Object.values(EMOJI))) {
+    ctx.clearRect(0, 0, 48, 48);
+    ctx.fillStyle = '#000';
+    ctx.fillText(emoji, 4, 4);
+    const px = ctx.getImageData(0, 0, 48, 48).data;
+    let coloured = 0;
+    for (let i = 0; i < px.length; i += 4) {
+      if (px[i + 3] > 128 && Math.max(px[i], px[i + 1], px[i + 2])
+          - Math.min(px[i], px[i + 1], px[i + 2]) > 60) coloured++;
+    }
+    counts[emoji] = coloured;
+  }
+  return counts;
+}"""
+"""How many strongly coloured pixels each of the page's emoji draws in its own font stack, in
+black ink: a colour emoji font paints them; a missing one leaves an empty box or a monochrome
+outline, none."""
+
+
+def test_the_pages_emoji_render_in_colour(page: Any, sandbox_url: str) -> None:
+    """The screenshots show reactions and status marks as the person sees them: with no colour
+    emoji font installed (CI's `.ci/run` installs `fonts-noto-color-emoji`) they were empty
+    boxes. Drawn in black, a glyph with colour in it came from a colour emoji font."""
+    page.goto(sandbox_url + "/")
+    counts: dict[str, int] = page.evaluate(COLOURED_PIXELS)
+    assert len(counts) >= 8, counts
+    missing = sorted(emoji for emoji, coloured in counts.items() if coloured < 20)
+    assert missing == [], (
+        f"no colour emoji font draws {missing} (Debian: apt-get install fonts-noto-color-emoji)"
+    )
+
+
 def test_the_page_refuses_what_slack_would_not_send(sandbox_url: str) -> None:
     """Bad input is a 4xx naming what is wrong; a button the stand-in does not hold is a 404;
     nothing reaches the bot."""
