@@ -60,6 +60,7 @@ from agent.models._anthropic_request import (
     tool_params,
 )
 from agent.models._anthropic_settings import AnthropicSettings
+from agent.models._anthropic_streams import opened
 from agent.models._family_rules import (
     Requested,
     SettingNames,
@@ -250,7 +251,7 @@ class AnthropicModel:
         while True:
             began = finished = streamed = False
             try:
-                async with self._open(params) as stream:
+                async with opened(self._open(params)) as stream:
                     began = True
                     async for event in stream:
                         if event.type == "text" and event.text:
