@@ -30,10 +30,7 @@ from agent.seams import ConfirmationStatus, PruneCounts, SessionStatus, TurnKind
 from storage.ledger_records import SETTLED_RECEIPTS
 from storage.records import FINISHED_VALUES, OPEN_VALUES, reset_archived
 from storage.sql.schema import (
-    archived_events,
-    archived_facts,
-    archived_messages,
-    archived_steps,
+    ARCHIVED,
     confirmations,
     events,
     receipts,
@@ -42,7 +39,8 @@ from storage.sql.schema import (
     turns,
 )
 
-ARCHIVES = (archived_messages, archived_steps, archived_events, archived_facts)
+ARCHIVES = tuple(archive for _live, archive in ARCHIVED)
+"""Every archive table, in `schema.ARCHIVED`'s order."""
 
 
 @dataclass(frozen=True, kw_only=True)
