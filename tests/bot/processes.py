@@ -49,17 +49,23 @@ async def spawn(
 
 @contextlib.asynccontextmanager
 async def served(
-    serving: str, db_url: str, api_url: str, script: str, crash: str | None = None
+    serving: str,
+    db_url: str,
+    api_url: str,
+    script: str,
+    crash: str | None = None,
+    *,
+    log: Path | None = None,
 ) -> AsyncIterator[tuple[Process, int]]:
     """The bot in `serving` mode; yields the process that runs the turns (the one to kill) and
-    the port Slack posts to."""
+    the port Slack posts to. `log`: a file the processes' logs are appended to."""
     if serving == ONE_PROCESS:
-        async with spawn("one", db_url, api_url, script, crash) as (proc, port):
+        async with spawn("one", db_url, api_url, script, crash, log=log) as (proc, port):
             yield proc, port
     elif serving == WEB_AND_WORKER:
         async with (
-            spawn("web", db_url, api_url, script) as (_, port),
-            spawn("worker", db_url, api_url, script, crash) as (worker, _),
+            spawn("web", db_url, api_url, script, log=log) as (_, port),
+            spawn("worker", db_url, api_url, script, crash, log=log) as (worker, _),
         ):
             yield worker, port
     else:

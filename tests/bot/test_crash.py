@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 
 import httpx
+import pytest
 
 from bot.testing import SlackDriver
 from bot.testing.workspace import is_request
@@ -26,10 +27,13 @@ CHANNEL = "C0CRASH"
 
 
 async def test_reply_posted_exactly_once_after_a_crash_following_the_model_step(
-    db_url, serving, standin
+    db_url, serving, standin, tmp_path
 ):
+    """Once in about forty runs beside four CPU hogs the reply did not come within 30 s of the
+    restart (the passing runs take 7-19 s in all): the bots' logs go to a file, shown then."""
+    log = tmp_path / "bots.log"
     async with (
-        served(serving, db_url, standin.api_url, "SIMPLE", crash="after:model:1") as (
+        served(serving, db_url, standin.api_url, "SIMPLE", crash="after:model:1", log=log) as (
             proc,
             port,
         ),
@@ -45,10 +49,17 @@ async def test_reply_posted_exactly_once_after_a_crash_following_the_model_step(
             await mention
     assert not any("agent." in m.text for m in standin.bot_messages(CHANNEL))
 
-    async with served(serving, db_url, standin.api_url, "SIMPLE"):
-        await eventually(
-            lambda: any("agent." in m.text for m in replies(standin, CHANNEL)), within=30
-        )
+    async with served(serving, db_url, standin.api_url, "SIMPLE", log=log):
+        try:
+            await eventually(
+                lambda: any("agent." in m.text for m in replies(standin, CHANNEL)), within=30
+            )
+        except TimeoutError:
+            calls = [(c.method, c.status, c.response.get("error")) for c in standin.calls]
+            pytest.fail(
+                f"no reply 30 s after the restart; Slack calls {calls}; the bots' logs:\n"
+                + log.read_text(errors="replace")[-20_000:]
+            )
         await eventually(lambda: idle(standin, CHANNEL))
         await rendered_out(db_url)  # a second delivery, if there were one, has landed by now
     texts = [m.text for m in standin.bot_messages(CHANNEL)]
