@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Final
 
 from agent._agent_def import Agent
 from agent._tool_values import SHAPES_ONLY
 from agent.seams import EventSink, Lease, Model, SessionStore
+
+DEFAULT_TOOL_CONCURRENCY: Final = 4
+"""Calls of one batch running at once, unless the host says otherwise."""
 
 
 @dataclass(kw_only=True)
@@ -23,4 +27,6 @@ class TurnEnv:
     ttl: float
     clock: Callable[[], float]
     redact: Callable[[str], str] = SHAPES_ONLY
+    tool_concurrency: int = DEFAULT_TOOL_CONCURRENCY
+    """How many calls of one model reply's batch run at once (`agent._tool_batch`)."""
     """Scrubs secrets from every error text before it is stored, emitted or shown to the model."""
