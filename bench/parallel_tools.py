@@ -1,5 +1,5 @@
 """`python -m bench.parallel_tools`: what a batch of slow remote tool calls costs a turn, run one
-after another (`tool_concurrency=1`) and side by side (the default, 4), in the same run.
+after another (`tool_concurrency=1`, the default) and side by side (4), in the same run.
 
 Each turn is one model reply asking for `--calls` calls of a tool that waits `--tool-ms` (a
 lookup, an HTTP call), then a closing reply; the clock runs from the turn's start to its result.
@@ -16,7 +16,6 @@ import statistics
 import time
 
 from agent import (
-    DEFAULT_TOOL_CONCURRENCY,
     Agent,
     Runtime,
     ScriptedModel,
@@ -35,6 +34,8 @@ async def wait_ms(ms: int) -> str:
     await asyncio.sleep(ms / 1000)
     return "ok"
 
+
+SIDE_BY_SIDE = 4
 
 AGENT = Agent(name="bench-parallel", instructions="Look things up.", tools=[wait_ms])
 
@@ -73,7 +74,7 @@ async def _site(site: Site, args: argparse.Namespace) -> list[str]:
     await site.create()
     try:
         rows = []
-        for concurrency in (1, DEFAULT_TOOL_CONCURRENCY):
+        for concurrency in (1, SIDE_BY_SIDE):
             options = {"concurrency": concurrency, "calls": args.calls, "reps": args.reps}
             floor = await _turn_seconds(site.engine_url, ms=0, **options)
             wall = await _turn_seconds(site.engine_url, ms=args.tool_ms, **options)

@@ -31,6 +31,7 @@ machine may be busy; a concurrent batch meets in milliseconds."""
 
 
 def _runtime(store: SessionStore, agent: Agent, model: ScriptedModel, **kw: Any) -> Runtime:
+    kw.setdefault("tool_concurrency", 4)
     return Runtime(store, model, agent=agent, recovery_interval=0.05, poll_interval=0.02, **kw)
 
 

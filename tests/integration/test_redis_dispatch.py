@@ -222,7 +222,7 @@ async def test_a_cancel_reaches_the_running_turn_through_pubsub(
         await worker.serve()
         await session.start("work", turn_id="T1")
         async with asyncio.timeout(5):
-            await started.wait()  # both calls run side by side
+            await started.wait()
         await raw.publish(names["channel"], "not json")  # garbage must not kill the listener
         loop = asyncio.get_running_loop()
         began = loop.time()
@@ -235,8 +235,9 @@ async def test_a_cancel_reaches_the_running_turn_through_pubsub(
     assert (result.status, result.reason) == (TurnStatus.CANCELLED, "user changed their mind")
     assert took < 2.0, f"took {took:.2f}s; the tool would have waited 10 s for a heartbeat"
     assert len(model.requests) == 1, "no model call after the cancel"
-    results = sorted((m.call_id, m.result) for m in transcript if isinstance(m, ToolMessage))
-    assert results == [("a", "stopped"), ("b", "stopped")], "the signal reached both calls"
+    unrun = transcript[-1]
+    assert isinstance(unrun, ToolMessage)
+    assert (unrun.call_id, unrun.result) == ("b", {"cancelled": True})
     assert worker.probe.sweeps == 1
     assert "ignoring malformed cancel signal" in caplog.text
 
