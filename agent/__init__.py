@@ -93,6 +93,7 @@ from agent._sinks import EventHub, RecordingSink
 from agent._stop_rights import STOP_POLICY
 from agent._tool_context import ToolContext
 from agent._tools import Tool, tool
+from agent._turn_env import DEFAULT_TOOL_CONCURRENCY
 from agent._turn_input import InboundEvent, Speaker, Trigger, TurnInput
 from agent._turn_result import TurnResult
 from agent.models import ScriptedModel, ScriptedReply
@@ -104,6 +105,7 @@ if typing.TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_CONTEXT_MESSAGES",
+    "DEFAULT_TOOL_CONCURRENCY",
     "REDACTED",
     "STOP_POLICY",
     "AbnormalStopError",

@@ -34,6 +34,7 @@ from agent._sinks import EventHub
 from agent._step_conflicts import StepConflicts
 from agent._store_outage import OutageLog, backoff
 from agent._transcript_window import recent_end
+from agent._turn_env import DEFAULT_TOOL_CONCURRENCY
 from agent._turn_loop import TurnEnv, TurnRunner
 from agent._turn_result import TurnResult
 from agent._turn_waits import TurnWaits
@@ -89,6 +90,7 @@ class Runtime:
         max_concurrent_sessions: int = 32,
         secrets: Iterable[str] = (),
         context_messages: int = DEFAULT_CONTEXT_MESSAGES,
+        tool_concurrency: int = DEFAULT_TOOL_CONCURRENCY,
     ) -> None:
         """`run_turns=False` makes a runtime that only queues (a web process leaving turns to
         workers, which find them through their recovery sweep). `max_concurrent_sessions` caps
@@ -101,7 +103,8 @@ class Runtime:
         session, so resuming costs the same after ten messages or ten thousand. Not under a
         model whose API compacts long threads (`Model.compacts_context`): it is shown the
         thread from the turn holding the newest compaction, or from the start, whatever its
-        length, since the API bounds and summarises it (`agent._transcript_window`)."""
+        length, since the API bounds and summarises it (`agent._transcript_window`).
+        `tool_concurrency`: how many calls of one model reply run at once (`agent._tool_batch`)."""
         self.store = store
         self.model = model
         self.default_agent = agent
@@ -127,9 +130,9 @@ class Runtime:
         self._dispatcher: Dispatcher | None = None
         self._telling: set[asyncio.Task[None]] = set()
         self.redact = Redactor(secrets)
-        if context_messages < 1:
-            raise ValueError("context_messages must be at least 1")
-        self.context_messages = context_messages
+        if context_messages < 1 or tool_concurrency < 1:
+            raise ValueError("context_messages and tool_concurrency must be at least 1")
+        self.context_messages, self.tool_concurrency = context_messages, tool_concurrency
         self._replays: OrderedDict[tuple[str, str], None] = OrderedDict()
         """(session, turn id) pairs `start()` found already committed. Bounded: a clock that
         re-fires its slots would otherwise grow it for the life of the process."""
@@ -476,6 +479,7 @@ class Runtime:
                     ttl=self.lease_ttl,
                     clock=self.clock,
                     redact=self.redact,
+                    tool_concurrency=self.tool_concurrency,
                 )
                 runner = TurnRunner(env, turn, transcript, base)
                 self._running[lease.session] = runner

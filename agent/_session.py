@@ -46,6 +46,7 @@ from agent._observe import observe_replayed
 from agent._session_host import SessionRuntime
 from agent._sinks import Observer, Unsubscribe
 from agent._stop_rights import check_may_stop, stoppable
+from agent._tool_batch import in_call_order
 from agent._turn_input import InboundEvent, Trigger, TurnInput
 from agent._turn_result import TurnResult
 from agent.seams import (
@@ -422,8 +423,9 @@ class AgentSession:
         return result
 
     async def transcript(self) -> list[Message]:
-        result: list[Message] = await self._store.load_transcript(self.key)
-        return result
+        """The session's messages, each batch's tool results in the order of its calls (they
+        are stored in the order they finished)."""
+        return in_call_order(await self._store.load_transcript(self.key))
 
     async def turns(self) -> list[TurnRecord]:
         """Every turn of the session's live generation, in queue order (a reset retires the

@@ -127,9 +127,14 @@ class ToolStepRunner:
 
     # one call ------------------------------------------------------------------------------
 
+    def tool_for(self, call: ToolCall) -> Tool | None:
+        """The tool a call names, if this turn's policy offers it."""
+        turn = self.turn
+        return turn.env.agent.tool_named(call.name) if call.name in turn.policy.tools else None
+
     async def run(self, anchor: int, call: ToolCall) -> None:
         turn = self.turn
-        tool = turn.env.agent.tool_named(call.name) if call.name in turn.policy.tools else None
+        tool = self.tool_for(call)
         if tool is None:
             if call.id in turn.parked_call_ids():
                 raise TurnFailure(
@@ -274,20 +279,14 @@ class ToolStepRunner:
         def build(value: Any) -> StepCommit:
             return self._commit(anchor, call, value, None)
 
-        env = self.turn.env
         try:
-            value, events = await env.store.commit_local(
-                env.lease, run, build, env.ttl, env.clock()
-            )
+            await self.turn.run_local(run, build)
         except FatalToolError as exc:
             raise TurnFailure(self._describe(exc, call)) from None
         except _ToolRaised as raised:
             # its writes were rolled back with the transaction; the model reads the error
             error = self._describe(raised.original, call)
             await self.turn.commit(self._commit(anchor, call, None, error))
-            return
-        self.turn.applied(build(value))
-        await self.turn.publish(events)
 
     async def _remote(
         self, anchor: int, call: ToolCall, tool: Tool, arguments: dict[str, Any]

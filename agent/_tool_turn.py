@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
-from agent._events import TurnEvent
 from agent._messages import JsonValue, Message
 from agent._policy import TurnPolicy
 from agent._signals import CancellationSignal
@@ -44,10 +43,13 @@ class ToolTurn(Protocol):
 
     def turn_messages(self) -> list[Message]: ...
 
+    def checkpoint(self) -> None:
+        """Where a requested cancellation takes effect: raises `CancelTurn` once asked."""
+
     def parked_call_ids(self) -> set[str]: ...
 
     async def commit(self, commit: StepCommit) -> None: ...
 
-    def applied(self, commit: StepCommit) -> None: ...
-
-    async def publish(self, events: Sequence[TurnEvent]) -> None: ...
+    async def run_local(
+        self, run: Callable[[Any], Any], build: Callable[[Any], StepCommit]
+    ) -> None: ...

@@ -66,6 +66,10 @@ class Tool:
     expires_after: float | None = None
     """Seconds what the tool asks (its confirmation, its `request_input`) waits for an answer
     before it expires; None: the agent's `approval_expires_after`."""
+    concurrency: int | None = None
+    """At most this many calls of the tool run at once in one batch (an async tool's calls run
+    side by side); 1 keeps a tool whose calls must not overlap serial. None: only the turn's
+    bound (`Runtime(tool_concurrency=)`)."""
 
     @property
     def may_ask(self) -> bool:
@@ -144,8 +148,16 @@ def make_tool(
     confirmation: Confirmation = "none",
     answerers: AnswererInput | None = None,
     expires_after: float | None = None,
+    concurrency: int | None = None,
 ) -> Tool:
     tool_name = name or fn.__name__
+    if concurrency is not None and (
+        isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1
+    ):
+        raise AssemblyError(
+            f"tool {tool_name!r}: concurrency must be a whole number of at least 1, "
+            f"not {concurrency!r}"
+        )
     try:
         chosen = answerers_of(answerers)
     except ToolError as err:
@@ -169,6 +181,7 @@ def make_tool(
         answerers=chosen,
         input_schema=_clean_schema(model.model_json_schema()),
         expires_after=lifetime if expires_after is None or lifetime is not None else math.inf,
+        concurrency=concurrency,
     )
 
 
@@ -185,6 +198,7 @@ def tool(
     confirmation: Confirmation = "none",
     answerers: AnswererInput | None = None,
     expires_after: float | None = None,
+    concurrency: int | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -198,13 +212,15 @@ def tool(
     confirmation: Confirmation = "none",
     answerers: AnswererInput | None = None,
     expires_after: float | None = None,
+    concurrency: int | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Declare a tool. `def` → local (exactly-once through the store), `async def` → remote.
 
     `answerers` (a `UserAnswerer` / `PolicyAnswerer`, or the same as a dict: `{"user": id}`,
     `{"policy": p, "scope": s}`) is normalised here; a malformed one is an `AssemblyError`.
     `expires_after` (seconds; `math.inf` for never) bounds how long what the tool asks waits
-    for an answer: its confirmation, and its `ctx.request_input` calls that name no limit."""
+    for an answer: its confirmation, and its `ctx.request_input` calls that name no limit.
+    `concurrency` caps how many of its calls run at once in one batch (1: never overlapping)."""
 
     def wrap(f: Callable[..., Any]) -> Tool:
         return make_tool(
@@ -215,6 +231,7 @@ def tool(
             confirmation=confirmation,
             answerers=answerers,
             expires_after=expires_after,
+            concurrency=concurrency,
         )
 
     return wrap(fn) if fn is not None else wrap

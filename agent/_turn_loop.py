@@ -8,9 +8,11 @@ persists a live token. Cancellation is checked only at checkpoint boundaries.
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import Any
 
 from agent._errors import ModelError
 from agent._events import (
@@ -43,6 +45,7 @@ from agent._policy import TurnPolicy
 from agent._reply_checks import refused
 from agent._signals import CancellationSignal, CancelTurn, ParkTurn
 from agent._stops import PAUSE_TURN, continued_text, declined_line, kept_content
+from agent._tool_batch import in_call_order, place_result, run_batch
 from agent._tool_steps import ToolStepRunner, TurnFailure
 from agent._tool_values import describe_error
 from agent._turn_env import TurnEnv
@@ -76,15 +79,18 @@ class TurnRunner:
         self.turn = turn
         self.session = turn.session
         self.turn_id = turn.turn_id
-        self.transcript = transcript
+        self.transcript = in_call_order(transcript)
         """The recent end of the session's transcript (from a turn's opening): what the model
-        sees. Message indexes and the step ids keyed by them are absolute: `base` + position."""
+        sees, each batch's results in call order. Message indexes and the step ids keyed by them
+        are absolute: `base` + position."""
         self.base = base
         self.cancellation = CancellationSignal()
         if turn.cancel_reason:
             self.cancellation.cancel(turn.cancel_reason)
         self.steps: dict[str, JsonValue] = {}
         self.policy = env.agent.policy_for(turn.input.source)
+        self._commits = asyncio.Lock()
+        """One commit at a time: a batch's calls finish side by side (`agent._tool_batch`)."""
 
     async def run(self) -> TurnResult:
         """Run (or replay) the turn until it ends or parks; raises only store trouble."""
@@ -108,9 +114,7 @@ class TurnRunner:
                         return finished
                     continue
                 anchor, outstanding = position
-                for call in outstanding:
-                    self.checkpoint()
-                    await tools.run(anchor, call)
+                await run_batch(tools, anchor, outstanding)
         except CancelTurn as cancel:
             return await self._cancel(cancel.reason)
         except ParkTurn as park:
@@ -185,14 +189,35 @@ class TurnRunner:
 
     async def commit(self, commit: StepCommit) -> None:
         env = self.env
-        events = await env.store.commit(env.lease, commit, env.ttl, env.clock())
-        self.applied(commit)
-        await self.publish(events)
+        async with self._commits:
+            if commit.messages and commit.messages[0][0] != self.next_index:
+                # Built while a sibling call committed: its messages go where the next ones do.
+                start = self.next_index
+                numbered = [(start + n, m) for n, (_, m) in enumerate(commit.messages)]
+                commit = replace(commit, messages=numbered)
+            events = await env.store.commit(env.lease, commit, env.ttl, env.clock())
+            self.applied(commit)
+            await self.publish(events)
+
+    async def run_local(
+        self, run: Callable[[Any], Any], build: Callable[[Any], StepCommit]
+    ) -> None:
+        """A local tool's step: `run` inside the store's transaction, its commit `build` from
+        the value, under the same one-at-a-time rule as `commit` (`build` reads the index)."""
+        env = self.env
+        async with self._commits:
+            value, events = await env.store.commit_local(
+                env.lease, run, build, env.ttl, env.clock()
+            )
+            self.applied(build(value))
+            await self.publish(events)
 
     def applied(self, commit: StepCommit) -> None:
         for index, message in commit.messages:
             assert index == self.next_index, "transcript out of step with the store"
             self.transcript.append(message)
+            if isinstance(message, ToolMessage):
+                place_result(self.transcript)  # the model reads a batch in call order
         if commit.step_id is not None:
             self.steps[commit.step_id] = commit.step_value
 

@@ -374,6 +374,7 @@ async def open_bot(
         run_turns=settings.run_turns,
         secrets=engine_secrets(settings),
         context_messages=settings.context_messages,
+        tool_concurrency=settings.tool_concurrency,
         **options,
     )
     return SlackBot(

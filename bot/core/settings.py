@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from agent import DEFAULT_CONTEXT_MESSAGES, password_in_url
+from agent import DEFAULT_CONTEXT_MESSAGES, DEFAULT_TOOL_CONCURRENCY, password_in_url
 from agent.models import (
     DEFAULT_MODEL,
     DEFAULT_THINKING_DISPLAY,
@@ -162,6 +162,8 @@ class Settings(BaseSettings):
     context_messages: int = Field(default=DEFAULT_CONTEXT_MESSAGES, ge=1, alias="CONTEXT_MESSAGES")
     """How much of a thread's history a model that does not compact sees (see `agent.Runtime`);
     one that does sees the thread since its newest compaction."""
+    tool_concurrency: int = Field(default=DEFAULT_TOOL_CONCURRENCY, ge=1, alias="TOOL_CONCURRENCY")
+    """How many `async def` calls of one model reply run at once (1: one after another)."""
     replace_in_flight: bool = Field(default=True, alias="REPLACE_IN_FLIGHT")
     """A newer message in a thread supersedes the unfinished reply (never a parked approval)."""
     reset_command: str = Field(default="/agent-reset", alias="RESET_COMMAND")

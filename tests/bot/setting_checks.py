@@ -101,6 +101,11 @@ async def context_messages(ctx: Ctx) -> None:
     assert (await ctx.bot()).runtime.context_messages == 17
 
 
+async def tool_concurrency(ctx: Ctx) -> None:
+    ctx.set(TOOL_CONCURRENCY="2")
+    assert (await ctx.bot()).runtime.tool_concurrency == 2
+
+
 async def agent_dir(ctx: Ctx) -> None:
     where = ctx.tmp / "my_agent"
     where.mkdir()
@@ -379,6 +384,7 @@ CHECKS: dict[str, Check] = {
     "RUN_TURNS": run_turns,
     "WORKER_POLL_SECONDS": worker_poll,
     "CONTEXT_MESSAGES": context_messages,
+    "TOOL_CONCURRENCY": tool_concurrency,
     "AGENT_DIR": agent_dir,
     "HOST": serve,
     "PORT": serve,

@@ -113,7 +113,10 @@ async def test_cancel_between_tool_calls_gives_unrun_calls_a_cancelled_result(
             )
         ]
     )
-    async with _rt(store, model, agent) as rt:
+    # One call after another (tool_concurrency=1): the call after the cancel never starts. Side
+    # by side, a call already running is reached by the signal (tests/integration/
+    # test_parallel_tools.py).
+    async with _rt(store, model, agent, tool_concurrency=1) as rt:
         ref["session"] = session = rt.session(agent, "s1")
         result = await session.turn("go")
     assert (result.status, result.reason) == (TurnStatus.CANCELLED, "stop requested")

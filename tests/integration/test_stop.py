@@ -110,7 +110,8 @@ async def test_stop_ends_the_running_turn_at_its_next_checkpoint_and_the_queued_
             "second": [ScriptedReply(text="never")],
         }
     )
-    async with _runtime(store, agent, model) as rt:
+    # One call after another (tool_concurrency=1), so `after` has not started when Stop comes.
+    async with _runtime(store, agent, model, tool_concurrency=1) as rt:
         session = rt.session(agent, "s1")
         first = await session.start("first", turn_id="t1")
         second = await session.start("second", turn_id="t2")

@@ -2,6 +2,11 @@
 named commit boundary, announces it on stdout and waits there to be SIGKILLed by the parent.
 
     python -m tests.support.crash_child URL SESSION TURN [--crash before:model:1] [--recover-only]
+        [--batch order|parts] [--tool-concurrency N]
+
+`order` (the default) is a remote and a local call on the serial engine (`--tool-concurrency 1`,
+the default here), whose boundaries come in one order; `parts` is three remote calls, run side
+by side under `--tool-concurrency` 4.
 """
 
 from __future__ import annotations
@@ -13,7 +18,13 @@ import time
 
 from agent import Runtime, ScriptedModel, TurnEvent
 from storage import SqlStore
-from tests.support.engine_fixtures import ORDER_AGENT, ORDER_SCRIPT, HookedStore
+from tests.support.engine_fixtures import (
+    ORDER_AGENT,
+    ORDER_SCRIPT,
+    PARTS_AGENT,
+    PARTS_SCRIPT,
+    HookedStore,
+)
 
 
 def _say(line: str) -> None:
@@ -28,6 +39,8 @@ async def main() -> int:
     parser.add_argument("turn")
     parser.add_argument("--crash", default=None, help="stage:label, e.g. after:tool:1:a")
     parser.add_argument("--recover-only", action="store_true")
+    parser.add_argument("--tool-concurrency", type=int, default=1, help="1: the serial engine")
+    parser.add_argument("--batch", choices=["order", "parts"], default="order")
     args = parser.parse_args()
 
     def hook(stage: str, label: str) -> None:
@@ -35,12 +48,18 @@ async def main() -> int:
             _say(f"AT {stage}:{label}")
             time.sleep(600)  # the parent kills us here with SIGKILL
 
+    agent, script, opening = (
+        (ORDER_AGENT, ORDER_SCRIPT, "Order two mugs.")
+        if args.batch == "order"
+        else (PARTS_AGENT, PARTS_SCRIPT, "Fetch parts x, y and z.")
+    )
     inner = await SqlStore.open(args.url)
     store = HookedStore(inner, hook)
     runtime = Runtime(
         store,
-        ScriptedModel(ORDER_SCRIPT),
-        agent=ORDER_AGENT,
+        ScriptedModel(script),
+        agent=agent,
+        tool_concurrency=args.tool_concurrency,
         lease_ttl=0.6,
         recovery_interval=0.1,
         poll_interval=0.05,
@@ -53,9 +72,9 @@ async def main() -> int:
     runtime.hub.subscribe(show)
     try:
         async with runtime:
-            session = runtime.session(ORDER_AGENT, args.session)
+            session = runtime.session(agent, args.session)
             if not args.recover_only:
-                await session.start("Order two mugs.", turn_id=args.turn)
+                await session.start(opening, turn_id=args.turn)
             async with asyncio.timeout(60):
                 result = await session.result(args.turn)
             _say(f"RESULT {result.status.value} {result.text}")

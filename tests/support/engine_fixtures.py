@@ -6,6 +6,7 @@ times a step really ran, independently of what the engine believes.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -63,6 +64,30 @@ ORDER_SCRIPT = [
     ),
     ScriptedReply(text=["Ordered ", "2 mugs."]),
 ]
+
+
+@tool
+async def fetch_part(part: str, seconds: float) -> dict[str, Any]:
+    """Fetch a part's record (remote, at-least-once); takes `seconds`."""
+    record_run(f"fetch_part:{part}")
+    await asyncio.sleep(seconds)
+    return {"part": part}
+
+
+PARTS_AGENT = Agent(name="parts", instructions="Fetch parts.", tools=[fetch_part])
+
+PARTS_SCRIPT = [
+    ScriptedReply(
+        text=["Fetching ", "three."],
+        tool_calls=[  # they finish y, z, x: out of call order
+            ToolCall(id="x", name="fetch_part", input={"part": "x", "seconds": 0.6}),
+            ToolCall(id="y", name="fetch_part", input={"part": "y", "seconds": 0.0}),
+            ToolCall(id="z", name="fetch_part", input={"part": "z", "seconds": 0.3}),
+        ],
+    ),
+    ScriptedReply(text=["Fetched ", "3 parts."]),
+]
+"""A three-call batch of one remote tool, for the concurrent engine's crash tests."""
 
 
 def count_orders(conn: Connection) -> int:

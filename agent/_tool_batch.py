@@ -1,0 +1,130 @@
+"""One model reply's batch of tool calls: the remote ones side by side, the local ones in order.
+
+Claude often asks for several tools at once ("look up the customer, the order and the carrier");
+run one after another, three slow lookups take three times as long. So the batch's `async def`
+(remote) calls run concurrently, at most `TurnEnv.tool_concurrency` at once and at most a tool's
+own `concurrency` of any one tool, each committing its own `tool:<anchor>:<call id>` step the
+moment it finishes. `def` (local) calls run inside the step's transaction, one at a time and in
+call order, beside them. Nothing of the crash semantics changes, since each call still commits
+on its own: a finished call is never run again, an unfinished one is, and an effect inside one
+is settled by its receipt.
+
+A batch ends only when every call it started has ended: a call never outlives its turn, so no
+result is committed after the turn failed, was cancelled or parked. What ends the turn is then
+chosen by weight: the store's trouble (or a bug) first, a failed turn, a cancellation, and last a
+park, the first in call order (one request waits at a time: a sibling that asked too runs again
+from its top when the turn resumes, and asks again). A cancellation reaches every running call
+through the turn's signal, and a call not yet started never starts; the turn's cancel gives each
+call left without a result its `{"cancelled": true}`.
+
+The results are committed in the order they finished; `in_call_order` puts them back in call
+order for the model and for every reader of the transcript.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from agent._messages import AssistantMessage, Message, ToolCall, ToolMessage
+from agent._signals import CancelTurn, ParkTurn
+from agent._tool_steps import ToolStepRunner, TurnFailure
+
+if TYPE_CHECKING:
+    from agent._tools import Tool
+
+
+async def run_batch(runner: ToolStepRunner, anchor: int, calls: Sequence[ToolCall]) -> None:
+    """Run the calls of the assistant message at `anchor` that have no result yet."""
+    turn = runner.turn
+    limit = turn.env.tool_concurrency
+    if limit <= 1 or len(calls) <= 1:
+        for call in calls:  # the engine as it always ran: one call after another
+            turn.checkpoint()
+            await runner.run(anchor, call)
+        return
+    slots = asyncio.Semaphore(limit)
+    per_tool: dict[str, asyncio.Semaphore] = {}
+
+    async def one(call: ToolCall, tool: Tool) -> None:
+        gate: contextlib.AbstractAsyncContextManager[object] = contextlib.nullcontext()
+        if tool.concurrency is not None:
+            gate = per_tool.setdefault(tool.name, asyncio.Semaphore(tool.concurrency))
+        async with gate, slots:
+            turn.checkpoint()
+            await runner.run(anchor, call)
+
+    async def in_order(serial: Sequence[ToolCall]) -> None:
+        for call in serial:
+            async with slots:
+                turn.checkpoint()
+                await runner.run(anchor, call)
+
+    serial: list[ToolCall] = []
+    remote: list[tuple[ToolCall, Tool]] = []
+    for call in calls:
+        tool = runner.tool_for(call)
+        if tool is not None and not tool.local:
+            remote.append((call, tool))
+        else:
+            serial.append(call)  # local, unknown or not offered: in call order
+    # Made in call order, so the semaphores (first come, first served) start them in that order.
+    tasks = [asyncio.ensure_future(one(call, tool)) for call, tool in remote]
+    if serial:
+        tasks.insert(0, asyncio.ensure_future(in_order(serial)))
+    outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+    raised = [o for o in outcomes if isinstance(o, BaseException)]
+    if raised:
+        raise _weightiest(raised)
+
+
+def _weightiest(raised: list[BaseException]) -> BaseException:
+    """What the turn ends with when several calls ended it at once (see the module's text)."""
+
+    def weight(err: BaseException) -> int:
+        if isinstance(err, ParkTurn):
+            return 0
+        if isinstance(err, CancelTurn):
+            return 1
+        if isinstance(err, TurnFailure):
+            return 2
+        return 3
+
+    return max(raised, key=weight)  # the first of the weightiest: call order among parks
+
+
+def in_call_order(transcript: list[Message]) -> list[Message]:
+    """The transcript with each batch's results in the order of its calls (in place; returned).
+
+    A batch's results follow its assistant message in the order they finished, and nothing else
+    is written between them, so putting each run of results in call order moves no other
+    message and no index that a step id or a window names."""
+    for position, message in enumerate(transcript):
+        if isinstance(message, AssistantMessage) and len(message.tool_calls) > 1:
+            results_in_call_order(transcript, position)
+    return transcript
+
+
+def results_in_call_order(transcript: list[Message], anchor: int) -> None:
+    """Put the results following the assistant message at position `anchor` in call order."""
+    message = transcript[anchor]
+    assert isinstance(message, AssistantMessage)
+    start = end = anchor + 1
+    while end < len(transcript) and isinstance(transcript[end], ToolMessage):
+        end += 1
+    if end - start > 1:
+        order = {call.id: n for n, call in enumerate(message.tool_calls)}
+        results = transcript[start:end]
+        results.sort(key=lambda m: order.get(getattr(m, "call_id", ""), len(order)))
+        transcript[start:end] = results
+
+
+def place_result(transcript: list[Message]) -> None:
+    """A result just appended, moved back among its batch's results to its call's place."""
+    anchor = len(transcript) - 1
+    while anchor > 0 and isinstance(transcript[anchor], ToolMessage):
+        anchor -= 1
+    if isinstance(transcript[anchor], AssistantMessage):
+        results_in_call_order(transcript, anchor)
