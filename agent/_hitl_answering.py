@@ -20,10 +20,9 @@ from agent._hitl_checks import (
     answering_user,
     check_workspace,
     issue_grant,
-    pending_request,
     workspace_of,
 )
-from agent._hitl_requests import InputRequest
+from agent._hitl_requests import InputRequest, parked_requests
 from agent._messages import JsonValue
 from agent._session_host import SessionHandle
 from agent._turn_input import InboundEvent, TurnInput
@@ -61,16 +60,17 @@ async def waiting_request(
     digest: str | None,
     now: float,
 ) -> tuple[SessionRecord, InputRequest]:
-    """The session and its parked request, if that is the request named (and, with `digest`,
-    still the one the answer was given for); `ResumeConflictError` saying why not otherwise."""
+    """The session and the parked request named (with `digest`, still the one the answer was
+    given for), among the requests the park waits on; `ResumeConflictError` saying why not."""
     record = await store.get_session(key)
     parked = (
         record is not None and record.status == SessionStatus.SUSPENDED and bool(record.pending)
     )
     if record is None or not parked:
         raise ResumeConflictError(await gone_reason(store, key, turn_id, input_id))
-    request = pending_request(record.pending)
-    if request.turn_id != turn_id or request.id != input_id:
+    waiting = parked_requests(record.pending)
+    request = next((r for r in waiting if (r.turn_id, r.id) == (turn_id, input_id)), None)
+    if request is None:
         why = await gone_reason(store, key, turn_id, input_id)
         raise ResumeConflictError(ANOTHER_WAITS if why == NOT_WAITING else why)
     if digest is not None and digest != request.digest:

@@ -19,7 +19,6 @@ import pydantic
 
 from agent._errors import (
     ResumeAuthorizationError,
-    ResumeConflictError,
     ResumeValidationError,
     ToolError,
 )
@@ -31,7 +30,6 @@ from agent._hitl_answerers import (
     answerers_json,
     parse_answerer,
 )
-from agent._hitl_requests import InputRequest, parked_request
 from agent._messages import JsonValue
 from agent._turn_input import TurnInput
 
@@ -281,10 +279,3 @@ def validate_answer(value: Any, schema: Mapping[str, Any] | None) -> None:
         jsonschema.validate(value, dict(schema))
     except jsonschema.ValidationError as err:
         raise ResumeValidationError(f"the answer does not fit the request: {err.message}") from None
-
-
-def pending_request(pending: JsonValue) -> InputRequest:
-    request = parked_request(pending)
-    if request is None:
-        raise ResumeConflictError("the session is not parked on a request")
-    return request

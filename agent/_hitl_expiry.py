@@ -9,8 +9,9 @@ is gone. Applying one is the same conditional write a person's answer makes (`re
 still pending, so of an expiry and an answer, or of two sweeping processes, exactly one wins,
 and the loser changes nothing. That conditional write is the claim and its fence.
 
-An expired park resumes its turn with an expiry note instead of an answer (the tool's
-`request_input` raises `RequestExpiredError`, and the model reads that it expired); an expired
+An expired request is answered with an expiry note instead of an answer (the tool's
+`request_input` raises `RequestExpiredError`, and the model reads that it expired); its siblings
+in the same park, if any, still wait, and the turn resumes when none does. An expired
 confirmation is resolved `expired` and queues the turn that tells the model, as a denial does.
 """
 
@@ -24,7 +25,7 @@ from agent._errors import ResumeError, SessionSuspendedError, StoreUnavailableEr
 from agent._events import ConfirmationResolved, InputResolved
 from agent._hitl_answer_notes import confirmation_follow_up, expired_note, note_step_id
 from agent._hitl_checks import answer_step_id, workspace_of
-from agent._hitl_requests import parked_request
+from agent._hitl_requests import parked_requests, without_request
 from agent._sinks import EventHub
 from agent.seams import ApprovalTimer, ConfirmationStatus, SessionStatus, SessionStore, TimerKind
 
@@ -82,13 +83,15 @@ async def expire_due(host: ExpiryHost, now: float) -> int:
 async def _expire_input(host: ExpiryHost, timer: ApprovalTimer) -> bool:
     session = await host.store.get_session(timer.session)
     pending = session.pending if session is not None else None
-    request = parked_request(pending)
-    if (
-        session is None
-        or session.status != SessionStatus.SUSPENDED
-        or request is None
-        or (request.turn_id, request.id) != (timer.turn_id, timer.request_id)
-    ):
+    request = next(
+        (
+            waiting
+            for waiting in parked_requests(pending)
+            if (waiting.turn_id, waiting.id) == (timer.turn_id, timer.request_id)
+        ),
+        None,
+    )
+    if session is None or session.status != SessionStatus.SUSPENDED or request is None:
         await host.store.drop_timer(timer)  # the park ended without it: nothing to expire
         return False
     resolved = InputResolved(
@@ -105,6 +108,8 @@ async def _expire_input(host: ExpiryHost, timer: ApprovalTimer) -> bool:
         answer=None,
         notes={note_step_id(timer.turn_id, timer.request_id): expired_note(timer.expires_after)},
         events=[resolved],
+        still_pending=without_request(pending, request),
+        request_id=request.id,
     )
     for event in events:
         await host.hub.emit(event)

@@ -23,7 +23,7 @@ from agent._hitl_answerers import Answerer, PolicyAnswerer, UserAnswerer
 from agent._hitl_answering import parked_workspace
 from agent._hitl_checks import Principal, check_workspace, issue_grant, workspace_of
 from agent._hitl_confirm import confirmation_digest
-from agent._hitl_requests import parked_request
+from agent._hitl_requests import parked_requests
 from agent._turn_input import TurnInput, speaker_key
 from agent.seams import SessionStore, TurnStatus
 
@@ -81,27 +81,27 @@ async def pending_approvals(store: SessionStore) -> list[PendingApproval]:
     operator lists (`bot approvals`), and what `answerable` narrows down to one person."""
     found: list[PendingApproval] = []
     for record in await store.list_parked():
-        request = parked_request(record.pending)
-        if request is None:
-            continue
-        turn = await store.get_turn(record.key, request.turn_id)
-        parked_at = record.pending.get("parked_at") if isinstance(record.pending, dict) else None
-        found.append(
-            PendingApproval(
-                kind="input",
-                session=record.key,
-                turn_id=request.turn_id,
-                request_id=request.id,
-                prompt=request.prompt,
-                asked_by=_asker(turn.input if turn is not None else None),
-                created_at=float(parked_at) if isinstance(parked_at, int | float) else None,
-                digest=request.digest,
-                tool=request.tool,
-                expires_at=request.expires_at,
-                answerers=request.answerers,
-                workspace=parked_workspace(record.pending),
+        for request in parked_requests(record.pending):
+            turn = await store.get_turn(record.key, request.turn_id)
+            parked_at = (
+                record.pending.get("parked_at") if isinstance(record.pending, dict) else None
             )
-        )
+            found.append(
+                PendingApproval(
+                    kind="input",
+                    session=record.key,
+                    turn_id=request.turn_id,
+                    request_id=request.id,
+                    prompt=request.prompt,
+                    asked_by=_asker(turn.input if turn is not None else None),
+                    created_at=float(parked_at) if isinstance(parked_at, int | float) else None,
+                    digest=request.digest,
+                    tool=request.tool,
+                    expires_at=request.expires_at,
+                    answerers=request.answerers,
+                    workspace=parked_workspace(record.pending),
+                )
+            )
     for proposal in await store.pending_confirmations():
         turn = await store.get_turn(proposal.session, proposal.turn_id)
         turn_input = turn.input if turn is not None else None

@@ -89,3 +89,43 @@ def parked_request(checkpoint: JsonValue) -> InputRequest | None:
     if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("request"), dict):
         return None
     return InputRequest.model_validate(checkpoint["request"])
+
+
+def parked_requests(checkpoint: JsonValue) -> list[InputRequest]:
+    """Every request a suspended session's checkpoint waits on, in call order: the calls of one
+    batch that each asked park together (`requests`, when more than one waits), else the one
+    `request`; `[]` when the checkpoint holds none."""
+    if not isinstance(checkpoint, dict):
+        return []
+    several = checkpoint.get("requests")
+    if isinstance(several, list):
+        return [InputRequest.model_validate(stored) for stored in several]
+    one = parked_request(checkpoint)
+    return [one] if one is not None else []
+
+
+def with_requests(checkpoint: dict[str, JsonValue], requests: list[InputRequest]) -> JsonValue:
+    """`checkpoint` waiting on `requests` (call order), or None when none is left. One request
+    is stored exactly as a park always stored it (`request`, `call_id`); several add `requests`
+    with each, `request` and `call_id` naming the first, so a reader of one finds one."""
+    if not requests:
+        return None
+    kept = {k: v for k, v in checkpoint.items() if k != "requests"}
+    kept["request"] = requests[0].to_json()
+    kept["call_id"] = requests[0].call_id
+    if len(requests) > 1:
+        kept["requests"] = [request.to_json() for request in requests]
+    return kept
+
+
+def without_request(checkpoint: JsonValue, answered: InputRequest) -> JsonValue:
+    """The checkpoint once `answered` no longer waits: the others still do, or None (the turn
+    is whole again and resumes)."""
+    if not isinstance(checkpoint, dict):
+        return None
+    left = [
+        request
+        for request in parked_requests(checkpoint)
+        if (request.turn_id, request.id) != (answered.turn_id, answered.id)
+    ]
+    return with_requests(checkpoint, left)

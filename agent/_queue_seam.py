@@ -161,6 +161,8 @@ class Approvals(Protocol):
         notes: Mapping[str, JsonValue] | None = None,
         events: Sequence[TurnEvent] = (),
         alongside: Callable[[StoreHandle], None] | None = None,
+        still_pending: JsonValue = None,
+        request_id: str | None = None,
     ) -> list[TurnEvent]:
         """Apply an answer to a parked turn, atomically or not at all; returns `events` numbered.
 
@@ -173,6 +175,13 @@ class Approvals(Protocol):
         same request exactly one succeeds; so an expiry racing a person's answer either applies
         or is refused whole. `alongside`: as for `enqueue_turn`, the application's write in the
         same transaction (run only when the answer is applied; if it raises, nothing is).
+
+        `still_pending`: when other requests of the same park still wait (the calls of one
+        batch that each asked), the checkpoint without the one answered. Then, with the same
+        checks and the same steps and events, the turn stays `suspended`, the session stays
+        `suspended` with `pending` set to it, and only the input timer of `request_id` is
+        deleted. Two answers to different requests of a park race on `pending`: the loser is
+        refused whole and may check again and retry (`AgentSession.resume` does).
         """
         ...
 

@@ -36,11 +36,10 @@ from agent._hitl_checks import (
     answering_user,
     authorize,
     check_workspace,
-    pending_request,
     validate_answer,
 )
 from agent._hitl_confirm import answer_confirmation
-from agent._hitl_requests import InputRequest, parked_request
+from agent._hitl_requests import InputRequest, parked_requests, without_request
 from agent._messages import JsonData, JsonValue, Message
 from agent._observe import observe_replayed
 from agent._session_host import SessionRuntime
@@ -61,6 +60,11 @@ from agent.seams import (
     TurnRecord,
     TurnStatus,
 )
+
+_SIBLING_RACES = 3
+"""How often `resume` checks again after losing the store's race to an answer to another request
+of the same park (a refusal that says nothing about this request): more than a park has
+requests answered at the same instant, in practice."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -243,17 +247,16 @@ class AgentSession:
                 return [t for t in theirs if await self.cancel(t, reason)]
 
         def ended_park(pending: JsonValue) -> list[TurnEvent]:
-            request = parked_request(pending)
-            if request is None:
-                return []
-            resolved = InputResolved(
-                session=self.key,
-                turn_id=request.turn_id,
-                input_id=request.id,
-                outcome="cancelled",
-                by=by,
-            )
-            return [resolved]
+            return [
+                InputResolved(
+                    session=self.key,
+                    turn_id=request.turn_id,
+                    input_id=request.id,
+                    outcome="cancelled",
+                    by=by,
+                )
+                for request in parked_requests(pending)
+            ]
 
         stopped, events = await self._store.stop_session(
             self.key, reason=reason, by=by, now=self.runtime.clock(), ended_park=ended_park
@@ -282,12 +285,13 @@ class AgentSession:
 
     # human in the loop --------------------------------------------------------------------
 
-    async def pending(self) -> InputRequest | None:
-        """The request the session is parked on, or None."""
+    async def pending(self) -> list[InputRequest]:
+        """The requests the session's parked turn waits on, in call order (the calls of one
+        batch that each asked wait together; each is answered on its own); `[]` if none."""
         record = await self._store.get_session(self.key)
         if record is None or record.status != SessionStatus.SUSPENDED or not record.pending:
-            return None
-        return pending_request(record.pending)
+            return []
+        return parked_requests(record.pending)
 
     async def resume(
         self,
@@ -302,7 +306,9 @@ class AgentSession:
         reason: str | None = None,
         alongside: Callable[[StoreHandle], None] | None = None,
     ) -> None:
-        """Answer the parked request and let the turn replay.
+        """Answer one request the turn is parked on; the turn replays once none still waits
+        (the calls of one batch that each asked park together, and each is answered on its own,
+        in any order, by its own answerers: an answer binds to `input_id` alone).
 
         Who answers is what the host verified (a signed Slack click): `by`, the person's id,
         and/or `principal`, the person with their workspace. No principal means host code
@@ -325,40 +331,46 @@ class AgentSession:
         `start`), e.g. waking whatever shows the turn, so the resumed turn can never be left
         unseen.
         """
-        session, request = await waiting_request(
-            self._store, self.key, turn_id, input_id, digest=digest, now=self.runtime.clock()
-        )
-        check_workspace(parked_workspace(session.pending), principal)
-        by = answering_user(by, principal)
-        authorize(request.answerers, by=by, granted=granted, digest=request.digest)
-        validate_answer(value, request.json_schema)
-        said = clean_reason(reason, self.runtime.redact)
-        notes = {note_step_id(turn_id, input_id): answered_note(by, said)} if said else None
-        resolved = InputResolved(
-            session=self.key,
-            turn_id=turn_id,
-            input_id=input_id,
-            outcome="answered",
-            by=by,
-            reason=said,
-        )
-        try:
-            events = await self._store.resume_turn(
-                self.key,
-                turn_id,
-                expected_pending=session.pending,
-                answer_step=answer_step_id(turn_id, input_id),
-                answer=value,
-                notes=notes,
-                events=[resolved],
-                alongside=alongside,
+        for attempt in range(_SIBLING_RACES + 1):
+            session, request = await waiting_request(
+                self._store, self.key, turn_id, input_id, digest=digest, now=self.runtime.clock()
             )
-        except ResumeConflictError as conflict:
-            # Another answer (a racing click, the expiry) won under the store's lock: say so.
-            why = await gone_reason(self._store, self.key, turn_id, input_id)
-            if why in (ALREADY_ANSWERED, EXPIRED, STOPPED):
-                raise ResumeConflictError(why) from None
-            raise conflict from None
+            check_workspace(parked_workspace(session.pending), principal)
+            by = answering_user(by, principal)
+            authorize(request.answerers, by=by, granted=granted, digest=request.digest)
+            validate_answer(value, request.json_schema)
+            said = clean_reason(reason, self.runtime.redact)
+            notes = {note_step_id(turn_id, input_id): answered_note(by, said)} if said else None
+            resolved = InputResolved(
+                session=self.key,
+                turn_id=turn_id,
+                input_id=input_id,
+                outcome="answered",
+                by=by,
+                reason=said,
+            )
+            try:
+                events = await self._store.resume_turn(
+                    self.key,
+                    turn_id,
+                    expected_pending=session.pending,
+                    answer_step=answer_step_id(turn_id, input_id),
+                    answer=value,
+                    notes=notes,
+                    events=[resolved],
+                    alongside=alongside,
+                    still_pending=without_request(session.pending, request),
+                    request_id=request.id,
+                )
+                break
+            except ResumeConflictError as conflict:
+                # Another answer won under the store's lock: to this request (say so), or to a
+                # sibling waiting in the same park (this one still waits: check again, retry).
+                why = await gone_reason(self._store, self.key, turn_id, input_id)
+                if why in (ALREADY_ANSWERED, EXPIRED, STOPPED):
+                    raise ResumeConflictError(why) from None
+                if attempt == _SIBLING_RACES:
+                    raise conflict from None
         for event in events:
             await self.runtime.hub.emit(event)
         self.runtime.kick(self.key)

@@ -22,6 +22,20 @@ class ParkTurn(TurnSignal):
         self.request = request
         self.expires_after = expires_after
         """Seconds the request may wait for an answer; None: forever."""
+        self.siblings: tuple[ParkTurn, ...] = ()
+        """Other calls of the same batch that asked too (call order): the turn parks on all."""
+
+    @property
+    def parks(self) -> tuple[ParkTurn, ...]:
+        """This park and its siblings, in call order."""
+        return (self, *self.siblings)
+
+    @classmethod
+    def together(cls, parks: list[ParkTurn]) -> ParkTurn:
+        """One signal for the batch's parks (call order): the first, carrying the others."""
+        first = cls(parks[0].request, expires_after=parks[0].expires_after)
+        first.siblings = tuple(parks[1:])
+        return first
 
 
 class CancelTurn(TurnSignal):

@@ -27,7 +27,7 @@ from agent._errors import ResumeAuthorizationError, StopAuthorizationError
 from agent._hitl_answerers import Answerer, PolicyAnswerer, UserAnswerer
 from agent._hitl_answering import parked_workspace
 from agent._hitl_checks import AnswerRequest, Principal, check_workspace, issue_grant, workspace_of
-from agent._hitl_requests import InputRequest, parked_request
+from agent._hitl_requests import InputRequest, parked_requests
 from agent._session_host import SessionHandle
 from agent.seams import SessionStatus, TurnKind, TurnRecord, TurnStatus
 
@@ -60,10 +60,10 @@ async def stoppable(
     (None: every one may be)."""
     store = session.runtime.store
     record = await store.get_session(session.key)
-    parked: InputRequest | None = None
+    parked: list[InputRequest] = []
     workspace: dict[str, str] = {}
     if record is not None and record.status == SessionStatus.SUSPENDED and record.pending:
-        parked = parked_request(record.pending)
+        parked = parked_requests(record.pending)
         workspace = parked_workspace(record.pending)
     allowed: list[str] = []
     refusal: StopAuthorizationError | None = None
@@ -73,7 +73,7 @@ async def stoppable(
         if only is not None and turn.turn_id != only:
             continue
         try:
-            parks = parked is not None and parked.turn_id == turn.turn_id
+            parks = bool(parked) and parked[0].turn_id == turn.turn_id
             if parks and turn.status == TurnStatus.SUSPENDED:
                 await _check_park(session, turn, parked, workspace, principal, by)
             elif turn.status in (TurnStatus.QUEUED, TurnStatus.RUNNING):
@@ -90,18 +90,20 @@ async def stoppable(
 async def _check_park(
     session: SessionHandle,
     turn: TurnRecord,
-    parked: InputRequest | None,
+    parked: list[InputRequest],
     workspace: dict[str, str],
     principal: Principal,
     by: str | None,
 ) -> None:
-    assert parked is not None
+    """The person who asked, or one who may answer every request the turn waits on: a Stop
+    ends them all, so someone who may answer only one of them cannot take the others' answers
+    from the people they are for (that one they can deny)."""
     _same_workspace(workspace or workspace_of(turn.input), principal)
     if _speaker(turn) == by and by is not None:
         return
-    if await _may_answer(session, parked.answerers, principal, by, parked.digest):
-        return
-    raise StopAuthorizationError(NOT_YOURS_PARKED)
+    for request in parked:
+        if not await _may_answer(session, request.answerers, principal, by, request.digest):
+            raise StopAuthorizationError(NOT_YOURS_PARKED)
 
 
 async def _check_running(

@@ -11,11 +11,14 @@ is settled by its receipt.
 
 A batch ends only when every call it started has ended: a call never outlives its turn, so no
 result is committed after the turn failed, was cancelled or parked. What ends the turn is then
-chosen by weight: the store's trouble (or a bug) first, a failed turn, a cancellation, and last a
-park, the first in call order (one request waits at a time: a sibling that asked too runs again
-from its top when the turn resumes, and asks again). A cancellation reaches every running call
-through the turn's signal, and a call not yet started never starts; the turn's cancel gives each
-call left without a result its `{"cancelled": true}`.
+chosen by weight: the store's trouble (or a bug) first, a failed turn, a cancellation. Otherwise,
+if calls asked a person (`request_input`), the turn parks on all of their requests at once, in
+call order, after every other call of the batch has finished (`agent._turn_loop`'s `_park`):
+each is answered on its own and the turn resumes when none still waits. The same holds when the
+calls run one after another (`tool_concurrency` 1): a call that asks does not keep the next from
+running. A cancellation reaches every running call through the turn's signal, and a call not yet
+started never starts; the turn's cancel gives each call left without a result its
+`{"cancelled": true}`.
 
 The results are committed in the order they finished; `in_call_order` puts them back in call
 order for the model and for every reader of the transcript.
@@ -25,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
 from agent._messages import AssistantMessage, Message, ToolCall, ToolMessage
@@ -40,11 +43,33 @@ async def run_batch(runner: ToolStepRunner, anchor: int, calls: Sequence[ToolCal
     """Run the calls of the assistant message at `anchor` that have no result yet."""
     turn = runner.turn
     limit = turn.env.tool_concurrency
-    if limit <= 1 or len(calls) <= 1:
-        for call in calls:  # the engine as it always ran: one call after another
-            turn.checkpoint()
+    order = {call.id: n for n, call in enumerate(calls)}
+    parks: list[ParkTurn] = []
+
+    async def run_one(call: ToolCall) -> None:
+        turn.checkpoint()
+        try:
             await runner.run(anchor, call)
-        return
+        except ParkTurn as park:
+            parks.append(park)  # the batch goes on: its other calls may ask too, or finish
+
+    if limit <= 1 or len(calls) <= 1:
+        for call in calls:  # one call after another
+            await run_one(call)
+    else:
+        await _side_by_side(runner, calls, limit, run_one)
+    if parks:
+        turn.checkpoint()  # stopped while its siblings ran: no request is ever posted
+        parks.sort(key=lambda park: order.get(park.request.call_id, len(order)))
+        raise ParkTurn.together(parks)
+
+
+async def _side_by_side(
+    runner: ToolStepRunner,
+    calls: Sequence[ToolCall],
+    limit: int,
+    run_one: Callable[[ToolCall], Awaitable[None]],
+) -> None:
     slots = asyncio.Semaphore(limit)
     per_tool: dict[str, asyncio.Semaphore] = {}
 
@@ -53,14 +78,12 @@ async def run_batch(runner: ToolStepRunner, anchor: int, calls: Sequence[ToolCal
         if tool.concurrency is not None:
             gate = per_tool.setdefault(tool.name, asyncio.Semaphore(tool.concurrency))
         async with gate, slots:
-            turn.checkpoint()
-            await runner.run(anchor, call)
+            await run_one(call)
 
     async def in_order(serial: Sequence[ToolCall]) -> None:
         for call in serial:
             async with slots:
-                turn.checkpoint()
-                await runner.run(anchor, call)
+                await run_one(call)
 
     serial: list[ToolCall] = []
     remote: list[tuple[ToolCall, Tool]] = []
@@ -84,15 +107,13 @@ def _weightiest(raised: list[BaseException]) -> BaseException:
     """What the turn ends with when several calls ended it at once (see the module's text)."""
 
     def weight(err: BaseException) -> int:
-        if isinstance(err, ParkTurn):
-            return 0
         if isinstance(err, CancelTurn):
             return 1
         if isinstance(err, TurnFailure):
             return 2
         return 3
 
-    return max(raised, key=weight)  # the first of the weightiest: call order among parks
+    return max(raised, key=weight)
 
 
 def in_call_order(transcript: list[Message]) -> list[Message]:

@@ -193,6 +193,7 @@ class ToolStepRunner:
             local=tool.local,
             consent=consent,
             answers=turn.steps,
+            shared_batch=self._shares_batch(call),
             expires_after=turn.env.agent.expiry_for(tool),
             facts=FactsView(
                 turn.env.store,
@@ -215,6 +216,16 @@ class ToolStepRunner:
             if remote
             else None,
         )
+
+    def _shares_batch(self, call: ToolCall) -> bool:
+        """Whether the call is one of several the model asked for in one reply: then the ids of
+        its requests are its own (`ToolContext.request_input`)."""
+        for message in reversed(self.turn.turn_messages()):
+            if isinstance(message, AssistantMessage) and any(
+                c.id == call.id for c in message.tool_calls
+            ):
+                return len(message.tool_calls) > 1
+        return False
 
     def _commit(
         self,

@@ -28,8 +28,7 @@ from agent._events import (
     TurnFailed,
     TurnStarted,
 )
-from agent._hitl_checks import workspace_of
-from agent._hitl_requests import InputRequest
+from agent._hitl_requests import InputRequest, parked_requests
 from agent._messages import (
     AssistantMessage,
     JsonValue,
@@ -41,6 +40,7 @@ from agent._messages import (
     UserMessage,
 )
 from agent._model_stream import model_stream
+from agent._parking import park_checkpoint
 from agent._policy import TurnPolicy
 from agent._reply_checks import refused
 from agent._signals import CancellationSignal, CancelTurn, ParkTurn
@@ -52,7 +52,6 @@ from agent._turn_env import TurnEnv
 from agent._turn_outcome import empty_reply_note, said_so_far, turn_usage
 from agent._turn_result import TurnResult
 from agent.seams import (
-    ApprovalTimer,
     CancelReason,
     ModelReply,
     ModelRequest,
@@ -61,7 +60,6 @@ from agent.seams import (
     StreamRestart,
     TextDelta,
     ThinkingDelta,
-    TimerKind,
     TurnRecord,
     TurnStatus,
 )
@@ -118,7 +116,7 @@ class TurnRunner:
         except CancelTurn as cancel:
             return await self._cancel(cancel.reason)
         except ParkTurn as park:
-            return await self._park(park.request, park.expires_after)
+            return await self._park(park.parks)
         except TurnFailure as failed:
             return await self._fail(failed.message)
 
@@ -180,9 +178,10 @@ class TurnRunner:
 
     def parked_call_ids(self) -> set[str]:
         return {
-            str(value.get("call_id"))
+            request.call_id
             for step_id, value in self.steps.items()
-            if step_id.startswith("park:") and isinstance(value, dict)
+            if step_id.startswith("park:")
+            for request in parked_requests(value)
         }
 
     # commits ------------------------------------------------------------------------------
@@ -312,7 +311,7 @@ class TurnRunner:
         *,
         error: str | None = None,
         reason: str | None = None,
-        request: InputRequest | None = None,
+        requests: Sequence[InputRequest] = (),
     ) -> TurnResult:
         """The result of a turn that ends (or parks) without a last reply: what the model said
         in it so far, and the tokens its model steps used (`agent._turn_outcome`)."""
@@ -323,49 +322,27 @@ class TurnRunner:
             text=said_so_far(said),
             error=error,
             reason=reason,
-            request=request,
+            request=requests[0] if requests else None,
+            requests=tuple(requests),
             usage=turn_usage(said),
         )
 
-    async def _park(self, request: InputRequest, expires_after: float | None) -> TurnResult:
-        """One suspended checkpoint: the request, the call, the opening, the policy and the
-        inbound event (its raw payload left out); nothing stays in memory. A request with a time
-        limit commits its expiry timer in the same transaction, so no restart can lose it."""
-        inbound = self.turn.input.inbound
-        now = self.env.clock()
-        timers = []
-        if expires_after is not None:
-            request = request.model_copy(update={"expires_at": now + expires_after})
-            timers.append(
-                ApprovalTimer(
-                    session=self.session,
-                    kind=TimerKind.INPUT,
-                    turn_id=self.turn_id,
-                    request_id=request.id,
-                    due_at=now + expires_after,
-                    expires_after=expires_after,
-                    created_at=now,
-                )
-            )
-        checkpoint = {
-            "turn_id": self.turn_id,
-            "request": request.to_json(),
-            "call_id": request.call_id,
-            "opening_text": self.turn.input.text,
-            "policy": self.policy.to_json(),
-            "inbound": inbound.model_dump(mode="json") if inbound else None,
-            "workspace": workspace_of(self.turn.input),
-            "parked_at": now,
-        }
-        result = self._unfinished(TurnStatus.SUSPENDED, request=request)
+    async def _park(self, parks: Sequence[ParkTurn]) -> TurnResult:
+        """One suspended checkpoint holding every request of the batch (`agent._parking`)."""
+        requests, checkpoint, timers = park_checkpoint(
+            self.turn, self.policy, parks, self.env.clock()
+        )
+        result = self._unfinished(TurnStatus.SUSPENDED, requests=requests)
+        events: list[TurnEvent] = [
+            InputRequested(session=self.session, turn_id=self.turn_id, request=request)
+            for request in requests
+        ]
         await self.commit(
             StepCommit(
                 turn_id=self.turn_id,
-                step_id=f"park:{self.turn_id}:{request.id}",
+                step_id=f"park:{self.turn_id}:{requests[0].id}",
                 step_value=checkpoint,
-                events=[
-                    InputRequested(session=self.session, turn_id=self.turn_id, request=request)
-                ],
+                events=events,
                 turn_status=TurnStatus.SUSPENDED,
                 turn_result=result.to_json(),
                 session_status=SessionStatus.SUSPENDED,

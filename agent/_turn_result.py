@@ -18,7 +18,10 @@ class TurnResult:
     error: str | None = None
     reason: str | None = None
     request: InputRequest | None = None
-    """What a suspended turn waits for (what `resume` answers)."""
+    """What a suspended turn waits for (what `resume` answers): the first, when several wait."""
+    requests: tuple[InputRequest, ...] = ()
+    """Every request a suspended turn waits for, in call order (the calls of one batch that
+    each asked park together); `(request,)` when one waits, `()` when none."""
     usage: Usage = field(default_factory=Usage)
     replayed: bool = False
     note: str | None = None
@@ -38,6 +41,8 @@ class TurnResult:
         }
         if self.note is not None:  # only then: every other result is stored as it always was
             stored["note"] = self.note
+        if len(self.requests) > 1:  # likewise: a park on one request is stored as it was
+            stored["requests"] = [request.to_json() for request in self.requests]
         return stored
 
     @classmethod
@@ -50,6 +55,7 @@ class TurnResult:
             error=data.get("error"),
             reason=data.get("reason") or record.cancel_reason,
             request=_request(data.get("request")),
+            requests=_requests(data),
             usage=Usage.model_validate(data.get("usage") or {}),
             replayed=replayed,
             note=data.get("note"),
@@ -58,3 +64,11 @@ class TurnResult:
 
 def _request(stored: Any) -> InputRequest | None:
     return InputRequest.model_validate(stored) if isinstance(stored, dict) else None
+
+
+def _requests(data: dict[str, Any]) -> tuple[InputRequest, ...]:
+    several = data.get("requests")
+    if isinstance(several, list):
+        return tuple(InputRequest.model_validate(stored) for stored in several)
+    one = _request(data.get("request"))
+    return (one,) if one is not None else ()

@@ -43,7 +43,7 @@ from agent._events import (
     event_to_json,
 )
 from agent._hitl_answerers import Answerer, answerers_from_json, answerers_to_json
-from agent._hitl_requests import parked_request
+from agent._hitl_requests import parked_request, parked_requests
 from agent._messages import (
     ContentBlock,
     JsonValue,
@@ -168,4 +168,5 @@ __all__ = [
     "message_to_json",
     "model_compacts",
     "parked_request",
+    "parked_requests",
 ]

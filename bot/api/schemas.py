@@ -175,7 +175,14 @@ class PendingConfirmationOut(_Out):
 
 class PendingOut(_Out):
     session: str
-    input: PendingInputOut | None
+    input: PendingInputOut | None = Field(
+        description="The first of `inputs` (kept for clients written when one request waited "
+        "at a time)."
+    )
+    inputs: list[PendingInputOut] = Field(
+        description="Every request the parked turn waits on, in call order: the calls of one "
+        "model reply that each asked wait together, and each is answered on its own."
+    )
     confirmations: list[PendingConfirmationOut]
 
 

@@ -30,6 +30,7 @@ from agent import (
     CancelReason,
     ConfirmationStatus,
     InboundEvent,
+    InputRequested,
     ResumeError,
     ResumeRequest,
     Runtime,
@@ -232,9 +233,14 @@ class ApiService:
                 return False
             if event.type in ENDS_TURN:
                 return True
-            if event.type == "input.requested":
+            if isinstance(event, InputRequested):
+                # A park on several requests logs one event each: the stream ends at the last.
                 waiting = await where.session.pending()
-                return waiting is not None and waiting.turn_id == turn_id
+                return (
+                    bool(waiting)
+                    and waiting[-1].turn_id == turn_id
+                    and (waiting[-1].id == event.request.id)
+                )
             return False
 
         async def done() -> bool:
@@ -344,16 +350,15 @@ class ApiService:
         )
 
     async def pending(self, where: Addressed) -> PendingOut:
-        request = await where.session.pending()
+        requests = await where.session.pending()
         proposals = await where.session.confirmations(ConfirmationStatus.PENDING)
         allowed = {
             (p.kind, p.turn_id, p.request_id)
             for p in await _hooked(self.runtime.answerable(where.caller.principal))
             if p.session == where.stored
         }
-        waiting = None
-        if request is not None:
-            waiting = PendingInputOut.model_validate(
+        waiting = [
+            PendingInputOut.model_validate(
                 {
                     "turn_id": request.turn_id,
                     "input_id": request.id,
@@ -366,9 +371,12 @@ class ApiService:
                     "may_answer": ("input", request.turn_id, request.id) in allowed,
                 }
             )
+            for request in requests
+        ]
         return PendingOut(
             session=where.key,
-            input=waiting,
+            input=waiting[0] if waiting else None,
+            inputs=waiting,
             confirmations=[
                 PendingConfirmationOut(
                     confirmation_id=p.confirmation_id,

@@ -181,11 +181,12 @@ async def run_engine_demo(database_url: str | None = None) -> int:
             turn_id = await session.start(OPENING)
             parked = await session.result(turn_id)
             pending = await session.pending()
-            if pending is None:
+            if not pending:
                 print(f"\nturn {turn_id[:8]}… {parked.status.value}: expected an approval")
                 return 1
-            print(f"\n  ? {pending.prompt}  (host code answers: yes)")
-            await session.resume(turn_id, pending.id, True, by="demo-host")
+            for request in pending:
+                print(f"\n  ? {request.prompt}  (host code answers: yes)")
+                await session.resume(turn_id, request.id, True, by="demo-host")
             result = await session.result(turn_id)
             print(f"\nturn {turn_id[:8]}… {result.status.value}: {result.text}")
             print(f"usage: {result.usage.input_tokens} in / {result.usage.output_tokens} out")

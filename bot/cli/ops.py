@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agent import Agent, ReceiptRecord, ReceiptStatus, TurnStatus, resolve_receipt
-from agent.seams import TurnKind, parked_request
+from agent.seams import TurnKind, parked_requests
 from storage import SqlStore
 
 
@@ -83,10 +83,11 @@ async def check_command(url: str, agent: Agent) -> int:
             detail = ""
             if turn.status == TurnStatus.SUSPENDED:
                 session = await store.get_session(turn.session)
-                request = parked_request(session.pending) if session else None
-                tool = request.tool if request is not None else None
-                if tool and agent.tool_named(tool) is None:
-                    detail = f"; parked in tool {tool!r}, which the agent no longer has"
+                waiting = parked_requests(session.pending) if session else []
+                gone = sorted({r.tool for r in waiting if agent.tool_named(r.tool) is None})
+                if gone:
+                    names = ", ".join(repr(tool) for tool in gone)
+                    detail = f"; parked in tool {names}, which the agent no longer has"
             print(
                 f"{turn.status.value:<9} {turn.session} turn={turn.turn_id} started under "
                 f"{turn.fingerprint}, agent is now {agent.fingerprint}{detail}"

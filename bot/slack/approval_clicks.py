@@ -349,7 +349,7 @@ class AnswerHandler:
             record = await self.runtime.store.get_confirmation(ref.session, ref.ident)
             return record is None or record.status != ConfirmationStatus.PENDING
         waiting = await session.pending()
-        return waiting is None or waiting.turn_id != ref.turn_id or waiting.id != ref.ident
+        return not any((w.turn_id, w.id) == (ref.turn_id, ref.ident) for w in waiting)
 
     async def _answer_of(
         self, session: AgentSession, ref: ApprovalRef

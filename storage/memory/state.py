@@ -109,13 +109,15 @@ class SessionState:
     def turns_in_order(self) -> list[Rows]:
         return sorted(self.turns.values(), key=lambda row: int(row["id"]))
 
-    def drop_input_timers(self, turn_id: str) -> None:
-        """As `sql_turns.drop_input_timers`: a park ended, its timer has nothing left to do."""
+    def drop_input_timers(self, turn_id: str, request_id: str | None = None) -> None:
+        """As `sql_parks.drop_input_timers`: a park ended, its timers have nothing left to do
+        (with `request_id`, only that request's)."""
         for key in [k for k in self.timers if k[0] == TimerKind.INPUT and k[1] == turn_id]:
-            del self.timers[key]
+            if request_id is None or key[2] == request_id:
+                del self.timers[key]
 
     def end_park(self, rows: Sequence[EventRow], now: float) -> int:
-        """As `sql_turns._end_park`: `running`, no `pending`, `rows` logged; the last seq."""
+        """As `sql_parks._end_park`: `running`, no `pending`, `rows` logged; the last seq."""
         self.status = SessionStatus.RUNNING.value
         self.pending = None
         self.updated_at = now
@@ -194,8 +196,10 @@ def resume(
     new_events: Sequence[EventRow],
     *,
     before_write: Callable[[], None] = lambda: None,
+    still_pending: JsonValue = None,
+    request_id: str | None = None,
 ) -> int:
-    """As `sql_turns.resume`; `answers`: the answer's step, then its notes. The last seq."""
+    """As `sql_parks.resume`; `answers`: the answer's step, then its notes. The last seq."""
     if (
         state is None
         or state.status != SessionStatus.SUSPENDED
@@ -214,12 +218,17 @@ def resume(
             raise ResumeConflictError(f"step {step_id!r} was answered already")
     values = {step_id: dump_json(answer) for step_id, answer in answers.items()}
     before_write()
-    turn["status"] = TurnStatus.QUEUED.value
     for step_id, value in values.items():
         state.steps[step_id] = {
             **step_row(state.key, turn_id, step_id, value),
             "id": ids.next("steps"),
         }
+    if still_pending is not None:  # other requests of the turn still wait: the park goes on
+        state.drop_input_timers(turn_id, request_id)
+        state.pending = canonical_json(still_pending)
+        state.updated_at = time.time()
+        return state.append_events(new_events)
+    turn["status"] = TurnStatus.QUEUED.value
     state.drop_input_timers(turn_id)
     return state.end_park(new_events, time.time())
 
@@ -231,7 +240,7 @@ def stop_session(
     now: float,
     ended_park: Callable[[JsonValue], Sequence[TurnEvent]] | None,
 ) -> tuple[list[TurnRecord], list[TurnEvent], int]:
-    """As `sql_turns.stop_session`. The events are encoded before anything is written."""
+    """As `sql_parks.stop_session`. The events are encoded before anything is written."""
     logged: list[TurnEvent] = []
     rows: list[EventRow] = []
     parked = None

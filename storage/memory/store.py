@@ -169,6 +169,8 @@ class MemoryStore(LedgerMethods):
         notes: Mapping[str, JsonValue] | None = None,
         events: Sequence[TurnEvent] = (),
         alongside: Callable[[StoreHandle], None] | None = None,
+        still_pending: JsonValue = None,
+        request_id: str | None = None,
     ) -> list[TurnEvent]:
         rows = encode_events(session, events)
         async with self._lock:
@@ -180,6 +182,8 @@ class MemoryStore(LedgerMethods):
                 {answer_step: answer, **(notes or {})},
                 rows,
                 before_write=run_alongside(alongside),
+                still_pending=still_pending,
+                request_id=request_id,
             )
         return numbered(events, last_seq)
 

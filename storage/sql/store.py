@@ -1,10 +1,10 @@
 """`SqlStore`: the `SessionStore` seam on SQLAlchemy Core, for SQLite and PostgreSQL.
 
 Each method is one transaction (a prune batch: a read, then one write) whose body is a sync
-function in `sql_turns`, `sql_commit`, `sql_reset`, `sql_ledgers` or `sql_prune`; the dialect's
-executor runs it on a worker thread (SQLite's one, or one of PostgreSQL's pool), never on the
-event loop. The SQL is written once; this class only encodes arguments, picks read or write,
-and numbers events.
+function in `sql_turns`, `sql_parks`, `sql_commit`, `sql_reset`, `sql_ledgers` or `sql_prune`;
+the dialect's executor runs it on a worker thread (SQLite's one, or one of PostgreSQL's pool),
+never on the event loop. The SQL is written once; this class only encodes arguments, picks read
+or write, and numbers events.
 
 Every write starts by touching the session row, so writes to one session serialise on that row
 (PostgreSQL row lock; SQLite's database write lock, taken up front by BEGIN IMMEDIATE). A fenced
@@ -49,6 +49,7 @@ from storage.migrate import verify_schema
 from storage.records import RESET_INPUT, encode_commit, encode_events, new_turn, numbered
 from storage.sql import commit as sql_commit
 from storage.sql import ledgers as sql_ledgers
+from storage.sql import parks as sql_parks
 from storage.sql import prune as sql_prune
 from storage.sql import reset as sql_reset
 from storage.sql import transcript as sql_transcript
@@ -166,7 +167,7 @@ class SqlStore:
         ended_park: Callable[[JsonValue], Sequence[TurnEvent]] | None = None,
     ) -> tuple[list[TurnRecord], list[TurnEvent]]:
         stopped, logged, last_seq = await self._x.write(
-            lambda c: sql_turns.stop_session(c, session, reason, by, now, ended_park),
+            lambda c: sql_parks.stop_session(c, session, reason, by, now, ended_park),
             urgent=True,
         )
         return stopped, numbered(logged, last_seq)
@@ -182,13 +183,25 @@ class SqlStore:
         notes: Mapping[str, JsonValue] | None = None,
         events: Sequence[TurnEvent] = (),
         alongside: Callable[[StoreHandle], None] | None = None,
+        still_pending: JsonValue = None,
+        request_id: str | None = None,
     ) -> list[TurnEvent]:
         now = time.time()
         answers = {answer_step: answer, **(notes or {})}
         encode_events(session, events)  # refused before the transaction, as a commit's are
 
         def body(c: Connection) -> int:
-            last_seq = sql_turns.resume(c, session, turn_id, expected_pending, answers, events, now)
+            last_seq = sql_parks.resume(
+                c,
+                session,
+                turn_id,
+                expected_pending,
+                answers,
+                events,
+                now,
+                still_pending=still_pending,
+                request_id=request_id,
+            )
             if alongside is not None:
                 run_local(c, alongside)
             return last_seq

@@ -1,24 +1,22 @@
-"""Transaction bodies for the turn queue: enqueue (turns and resets), cancel requests, resume, and
+"""Transaction bodies for the turn queue: enqueue (turns and resets), cancel requests, and
 the reads the runtime and operators make of turns, sessions and the logs.
 
 Every write here starts by locking the session row (PostgreSQL: FOR UPDATE or an UPDATE of it;
 SQLite: the database write lock BEGIN IMMEDIATE took), so it serialises with the fenced commits
 of the worker holding the session: a turn cannot be queued between a park's check and its commit.
+Answering and stopping a park: `storage.sql.parks`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Row, bindparam, case, delete, exists, func, insert, or_, select, update
+from sqlalchemy import Row, bindparam, delete, exists, func, or_, select, update
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import IntegrityError
 
 from agent.seams import (
     ApprovalTimer,
     JsonValue,
-    ResumeConflictError,
     SessionRecord,
     SessionStatus,
     SessionSuspendedError,
@@ -30,16 +28,13 @@ from agent.seams import (
     TurnStatus,
     event_from_json,
 )
-from storage.json_text import canonical_json, dump_json, load_json
+from storage.json_text import load_json
 from storage.ledger_records import timer_record
 from storage.records import (
     OPEN_VALUES,
     UNFINISHED_VALUES,
-    encode_events,
-    event_rows,
     parked_on_other_turn,
     session_record,
-    step_row,
     suspended_message,
     turn_record,
 )
@@ -176,143 +171,6 @@ def request_cancel(conn: Connection, session: str, turn_id: str, reason: str) ->
     )
     row = conn.execute(stmt).first()
     return None if row is None else turn_record(row._mapping)
-
-
-def resume(
-    conn: Connection,
-    session: str,
-    turn_id: str,
-    expected_pending: JsonValue,
-    answer_steps: Mapping[str, JsonValue],
-    new_events: Sequence[TurnEvent],
-    now: float,
-) -> int:
-    """Checks under the session row's lock, then writes; any failed check raises before a write
-    would be kept. The lock comes first so that every later statement (a fresh snapshot each, on
-    PostgreSQL) sees whatever a racing resume or a reset's enqueue committed while we waited.
-    `answer_steps`: the answer's step first, then its notes. Returns the last event seq."""
-    state = conn.execute(
-        select(sessions.c.status, sessions.c.pending)
-        .where(sessions.c.key == session)
-        .with_for_update()
-    ).first()
-    if (
-        state is None
-        or state.status != SessionStatus.SUSPENDED
-        or state.pending != canonical_json(expected_pending)
-    ):
-        raise ResumeConflictError(
-            "the session is not parked on that request (answered already, changed, or reset)"
-        )
-    if reset_pending(conn, session):
-        raise ResumeConflictError("a reset of the session is queued; the park will be cancelled")
-    requeued = conn.execute(
-        update(turns)
-        .where(
-            turns.c.session_key == session,
-            turns.c.turn_id == turn_id,
-            turns.c.status == TurnStatus.SUSPENDED.value,
-        )
-        .values(status=TurnStatus.QUEUED.value)
-    ).rowcount
-    if requeued != 1:
-        raise ResumeConflictError(f"turn {turn_id!r} is not the parked turn")
-    for step_id, value in answer_steps.items():
-        try:
-            row = step_row(session, turn_id, step_id, dump_json(value))
-            conn.execute(insert(steps).values(row))
-        except IntegrityError as err:
-            raise ResumeConflictError(f"step {step_id!r} was answered already") from err
-    drop_input_timers(conn, session, turn_id)
-    return _end_park(conn, session, new_events, now)
-
-
-def _end_park(conn: Connection, session: str, new_events: Sequence[TurnEvent], now: float) -> int:
-    """The session row as a park's end leaves it (`running`, no `pending`), with the seqs of
-    `new_events` reserved in the same statement and the events logged; the last seq."""
-    rows = encode_events(session, new_events)
-    last_seq = conn.execute(
-        update(sessions)
-        .where(sessions.c.key == session)
-        .values(
-            status=SessionStatus.RUNNING.value,
-            pending=None,
-            updated_at=now,
-            event_seq=sessions.c.event_seq + len(rows),
-        )
-        .returning(sessions.c.event_seq)
-    ).scalar_one()
-    if rows:
-        conn.execute(insert(events), event_rows(session, rows, int(last_seq)))
-    return int(last_seq)
-
-
-def drop_input_timers(conn: Connection, session: str, turn_id: str) -> None:
-    """A park ended (answered, stopped, expired): its expiry timer has nothing left to do."""
-    conn.execute(
-        delete(approval_timers).where(
-            approval_timers.c.session_key == session,
-            approval_timers.c.kind == TimerKind.INPUT.value,
-            approval_timers.c.turn_id == turn_id,
-        )
-    )
-
-
-def stop_session(
-    conn: Connection,
-    session: str,
-    reason: str,
-    by: str | None,
-    now: float,
-    ended_park: Callable[[JsonValue], Sequence[TurnEvent]] | None,
-) -> tuple[list[TurnRecord], list[TurnEvent], int]:
-    """The body of `SqlStore.stop_session`: the stopped turns, the events logged, and the last
-    event seq. Under the session row's lock, so no park or answer commits in between."""
-    state = conn.execute(
-        select(sessions.c.status, sessions.c.pending)
-        .where(sessions.c.key == session)
-        .with_for_update()
-    ).first()
-    if state is None:
-        return [], [], 0
-    asked = {
-        "cancel_reason": func.coalesce(turns.c.cancel_reason, reason),
-        "cancelled_by": case((turns.c.cancel_reason.is_(None), by), else_=turns.c.cancelled_by),
-    }
-    stopped = conn.execute(
-        update(turns)
-        .where(
-            turns.c.session_key == session,
-            turns.c.status.in_(UNFINISHED_VALUES),
-            turns.c.kind == TurnKind.TURN.value,
-            turns.c.cancel_reason.is_(None),
-        )
-        .values(asked)
-        .returning(*turns.c)
-    ).all()
-    # UPDATE ... RETURNING gives no order on PostgreSQL: queue order, as everywhere else.
-    records = sorted((turn_record(row._mapping) for row in stopped), key=lambda t: t.seq)
-    logged: list[TurnEvent] = []
-    last_seq = 0
-    if state.status == SessionStatus.SUSPENDED and state.pending is not None:
-        pending = load_json(state.pending)
-        parked_turn = pending.get("turn_id") if isinstance(pending, dict) else None
-        parked = conn.execute(
-            update(turns)
-            .where(
-                turns.c.session_key == session,
-                turns.c.turn_id == str(parked_turn),
-                turns.c.status == TurnStatus.SUSPENDED.value,
-            )
-            .values(status=TurnStatus.QUEUED.value, **asked)
-            .returning(*turns.c)
-        ).first()
-        logged = list(ended_park(pending)) if ended_park is not None else []
-        last_seq = _end_park(conn, session, logged, now)
-        if parked is not None:
-            drop_input_timers(conn, session, str(parked_turn))
-            records.append(turn_record(parked._mapping))
-    return records, logged, last_seq
 
 
 # -- reads --------------------------------------------------------------------------------------

@@ -128,8 +128,7 @@ async def test_a_failing_hook_is_a_500_and_applies_nothing(db_url, api, clients)
     assert "nothing was applied" in failed.json()["error"]
     assert "approvals service" not in failed.text
     assert await _status(alice) == "suspended"
-    pending = await bot.session(KEY).pending()
-    assert pending is not None
+    [pending] = await bot.session(KEY).pending()
     assert pending.digest == request["digest"]
     log = (await alice.get("/sessions/refunds/events")).json()["events"]
     assert not [e for e in log if e["type"] == "input.resolved"]

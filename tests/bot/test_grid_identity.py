@@ -153,4 +153,4 @@ async def test_in_a_shared_channel_the_turn_is_the_installations_and_a_guest_is_
         "You can't answer this request: it belongs to another workspace, and only people "
         "there can answer it."
     )
-    assert (await app.session(key).pending()) is not None
+    assert await app.session(key).pending() != []

@@ -61,7 +61,7 @@ async def test_bot_cancel_ends_a_parked_approval_and_its_message_says_so(db_url,
     assert done.returncode == 0, done.stderr
     await eventually(lambda: "Stopped by <@U0BOB>" in message.text, within=30)
     assert not any(b.get("type") == "actions" for b in message.blocks or [])
-    assert await app.session(key).pending() is None
+    assert await app.session(key).pending() == []
     await eventually(lambda: standin.session_of(CHANNEL, ts).status == "active")
     assert len(scripted.requests) == calls
 

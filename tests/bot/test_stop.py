@@ -117,7 +117,7 @@ async def test_stop_ends_a_parked_approval_too(db_url, launch, standin):
     await eventually(lambda: _status(app, key, "cancelled"))
     await eventually(lambda: "Stopped by <@U0ALICE>" in message.text)
     assert not has_buttons(message)
-    assert await app.session(key).pending() is None
+    assert await app.session(key).pending() == []
     await eventually(lambda: standin.session_of(CHANNEL, ts).status == "active")
     assert len(scripted.requests) == calls
 
@@ -184,7 +184,7 @@ async def test_a_stop_by_someone_who_may_not_answer_the_park_changes_nothing(
         "person who asked, or someone who may answer it, can stop it. Nothing was stopped."
     )
     assert has_buttons(message)
-    assert (await app.session(key).pending()).id == "approve-refund"
+    assert [r.id for r in await app.session(key).pending()] == ["approve-refund"]
 
     approve, _ = buttons_of_the_original(standin, message)
     await app.slack.click("U0ALICE", approve, channel=CHANNEL, message_ts=message.ts, thread_ts=ts)

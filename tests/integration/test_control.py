@@ -318,7 +318,7 @@ async def test_reset_archives_a_stale_park_and_resume_is_refused_while_pending(
             await session.resume("T1", "approve-refund", True, by="U1")
         rt.kick("s1")
         await session.result("reset:manual")
-        assert await session.pending() is None
+        assert await session.pending() == []
         parked = await store.get_turn("s1", "T1")
         assert (parked.status, parked.cancel_reason) == (TurnStatus.CANCELLED, "reset")
         with pytest.raises(ResumeConflictError):

@@ -427,8 +427,7 @@ async def test_asking_the_requester_parks_until_they_answer(
             session = rt.session(agent, SESSION)
             parked = await session.start(slack_event("ask them", user="U1"), turn_id="T1")
             assert (await session.result(parked)).status == TurnStatus.SUSPENDED
-            pending = await session.pending()
-            assert pending is not None
+            [pending] = await session.pending()
             assert pending.prompt == "Does the customer keep the damaged mug?"
             assert pending.answerers == UserAnswerer(user="U1")
             with pytest.raises(ResumeAuthorizationError):

@@ -251,8 +251,7 @@ async def _parked(
 
 async def _still_parked(session: AgentSession) -> None:
     """A refused answer changed nothing: the same request waits, no answer was stored."""
-    pending = await session.pending()
-    assert pending is not None
+    [pending] = await session.pending()
     assert pending.id == "approve"
     assert "input:t1:approve" not in await session.steps("t1")
 

@@ -45,8 +45,7 @@ async def test_a_refund_asks_first_and_a_no_proposes_nothing(
                 slack_event(f"refund {order}, it arrived broken"), turn_id="T2"
             )
             assert (await session.result(turn)).status == TurnStatus.SUSPENDED
-            asked = await session.pending()
-            assert asked is not None
+            [asked] = await session.pending()
             assert asked.prompt.startswith(f"Order {order}: blue mug x3, paid $55.50.")
             await session.resume(turn, asked.id, False, by="U1", reason="they send it back")
             answered = await session.result(turn)
@@ -58,8 +57,7 @@ async def test_a_refund_asks_first_and_a_no_proposes_nothing(
             damaged = slack_event(f"refund {order}, it is damaged")
             again = await session.start(damaged, turn_id="T3")
             assert (await session.result(again)).status == TurnStatus.SUSPENDED
-            asked = await session.pending()
-            assert asked is not None
+            [asked] = await session.pending()
             await session.resume(again, asked.id, True, by="U1")
             assert "waits for approval" in (await session.result(again)).text
             [proposed] = await store.list_confirmations(SESSION)

@@ -50,7 +50,7 @@ async def test_stop_ends_a_parked_turn_and_a_late_click_is_refused(store: Sessio
         result = await session.result(tid)
 
         assert (result.status, result.reason) == (TurnStatus.CANCELLED, "stopped")
-        assert await session.pending() is None
+        assert await session.pending() == []
         row = await store.get_session("s1")
         assert row is not None
         assert row.status == "idle"

@@ -124,9 +124,10 @@ def who_answers(answerers: Answerer | None) -> str:
 
 async def answer_what_is_pending(session: AgentSession) -> None:
     """`pending()` is a typed request: fields, not keys."""
-    request: InputRequest | None = await session.pending()
-    if request is None:
+    waiting: list[InputRequest] = await session.pending()
+    if not waiting:
         return
+    request = waiting[0]
     schema: dict[str, Any] | None = request.json_schema
     by = request.answerers.user if isinstance(request.answerers, UserAnswerer) else None
     await session.resume(request.turn_id, request.id, schema is not None, by=by)

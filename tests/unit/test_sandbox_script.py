@@ -32,8 +32,7 @@ async def test_a_broken_order_asks_for_its_refund_and_says_it_was_paid(store: Sq
         turn_id = await session.start("order 9 arrived broken, can you help?")
         parked = await session.result(turn_id)
         assert parked.status is TurnStatus.SUSPENDED
-        pending = await session.pending()
-        assert pending is not None
+        [pending] = await session.pending()
         assert pending.prompt == "Approve a $18.50 refund on order 9?"
         await session.resume(turn_id, pending.id, True, by="U1")
         result = await session.result(turn_id)
@@ -46,8 +45,7 @@ async def test_a_denied_refund_quotes_the_reason(store: SqlStore) -> None:
         session = runtime.session(DEMO_AGENT, "sandbox:2")
         turn_id = await session.start("please refund order 12")
         await session.result(turn_id)
-        pending = await session.pending()
-        assert pending is not None
+        [pending] = await session.pending()
         await session.resume(turn_id, pending.id, False, by="U1", reason="it was a gift")
         result = await session.result(turn_id)
     assert "no refund on order 12" in result.text

@@ -252,7 +252,7 @@ async def test_a_park_stores_what_the_dict_code_stored() -> None:
     async with Runtime(store, refund_model(), agent=agent, poll_interval=0.01) as runtime:
         session = runtime.session(agent, "s1")
         parked = await session.result(await session.start(slack_event("refund"), turn_id="T1"))
-        pending = await session.pending()
+        [pending] = await session.pending()
     record = await store.get_session("s1")
     assert record is not None
     # Issue 16 added when the turn parked (for who-may-answer-what); nothing else changed.
