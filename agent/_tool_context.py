@@ -53,8 +53,9 @@ class ToolContext:
     """How long `request_input` waits when the call names no limit: the tool's declared
     `expires_after`, else the agent's `approval_expires_after`; None: forever."""
     shared_batch: bool = False
-    """The call is one of several of one model reply: the ids of its requests are scoped to it
-    (`<id>@<call id>`), so siblings asking with the same id ask, and are answered, apart."""
+    """Another call of the same model reply may ask a person too: the ids of this call's
+    requests are scoped to it (`<id>@<call id>`), so siblings asking with the same id ask, and
+    are answered, apart."""
     notes: list[str] = field(default_factory=list)
     """What the engine adds to this call's result for the model (a reason a person gave with
     an answer the call read, a request of the call's that expired). Filled by `request_input`."""
@@ -192,22 +193,10 @@ class ToolContext:
         return reason if isinstance(reason, str) else None
 
     def request_id(self, id: str) -> str:
-        """The id a request asked with `id` gets: `id` itself, unless the call shares its batch
-        with others (`shared_batch`), where three refund calls may each ask "approve": then
-        `<id>@<call id>`, so an answer binds to one call and never reaches a sibling. A request
-        parked before ids were scoped keeps its id: its answer and its park name this call."""
-        if not self.shared_batch:
-            return id
-        scoped = f"{id}@{self.call_id}"
-        if answer_step_id(self.turn_id, scoped) not in self.answers:
-            parked = self.answers.get(f"park:{self.turn_id}:{id}")
-            if (
-                isinstance(parked, Mapping)
-                and parked.get("call_id") == self.call_id
-                and answer_step_id(self.turn_id, id) in self.answers
-            ):
-                return id
-        return scoped
+        """The id a request asked with `id` gets: `id` itself, unless another call of the same
+        model reply may ask too (`shared_batch`: three refund calls may each ask "approve"):
+        then `<id>@<call id>`, so an answer binds to one call and never reaches a sibling."""
+        return f"{id}@{self.call_id}" if self.shared_batch else id
 
     def _note(self, id: str) -> Mapping[str, JsonValue] | None:
         note = self.answers.get(note_step_id(self.turn_id, id))

@@ -218,14 +218,19 @@ class ToolStepRunner:
         )
 
     def _shares_batch(self, call: ToolCall) -> bool:
-        """Whether the call is one of several the model asked for in one reply: then the ids of
-        its requests are its own (`ToolContext.request_input`)."""
+        """Whether another call of the same model reply may ask a person too (an async tool
+        that takes a context): then the ids of this call's requests are its own
+        (`ToolContext.request_input`), so two calls asking "approve" never share an answer."""
         for message in reversed(self.turn.turn_messages()):
             if isinstance(message, AssistantMessage) and any(
                 c.id == call.id for c in message.tool_calls
             ):
-                return len(message.tool_calls) > 1
+                return sum(self._may_park(c) for c in message.tool_calls) > 1
         return False
+
+    def _may_park(self, call: ToolCall) -> bool:
+        tool = self.tool_for(call)
+        return tool is not None and not tool.local and tool.context_param is not None
 
     def _commit(
         self,

@@ -30,7 +30,7 @@ from agent import (
     TurnStatus,
     confirmation_digest,
 )
-from agent.seams import SessionStore, TurnKind
+from agent.seams import SessionStore, TurnKind, parked_requests
 from bot.slack.approval_blocks import ApprovalRef, confirmation_prompt, resolution, stopped_verdict
 from bot.slack.feedback import feedback_blocks
 from bot.slack.rendering.approval_posts import ApprovalPosts
@@ -245,7 +245,8 @@ class SessionRenderer:
                     view.part.task(
                         request.call_id, title, "pending", WAITING, waits=input_waits(request.id)
                     )
-                await self.replies.close(view, None)
+                if await self._last_asked(request.turn_id, request.id):
+                    await self.replies.close(view, None)  # its siblings' cards are marked too
                 ref = ApprovalRef(
                     kind="input",
                     session=self.key,
@@ -399,6 +400,19 @@ class SessionRenderer:
         part = await self.replies.part(view)
         if not part.content.tasks:
             part.task("status", "Working on it", "in_progress")
+
+    async def _last_asked(self, turn_id: str, request_id: str) -> bool:
+        """Whether the turn's reply message may close on this request: it is the last of the
+        requests its park waits on (the calls of one batch that asked park together, one
+        `input.requested` each, and every one of their cards waits in that message), or no
+        longer waits (answered since: nothing follows it that the message must show)."""
+        record = await self.store.get_session(self.key)
+        waiting = [
+            r.id
+            for r in parked_requests(record.pending if record else None)
+            if r.turn_id == turn_id
+        ]
+        return request_id not in waiting or waiting[-1] == request_id
 
     async def _title(self, turn_id: str, text: str) -> str | None:
         """The thread's title, from its first message: given only with the session's first
