@@ -109,7 +109,14 @@ class TurnOut(_Out):
     )
     error: str | None
     reason: str | None
-    request: dict[str, Any] | None
+    request: dict[str, Any] | None = Field(
+        description="What a suspended turn waits for: the first of `requests`."
+    )
+    requests: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Every request a suspended turn waits for, in call order (the calls of "
+        "one model reply that each asked wait together; answer each on its own).",
+    )
     usage: UsageOut = Field(description="Summed over every model step of the turn so far.")
     replayed: bool
     poll: str

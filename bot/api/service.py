@@ -219,6 +219,7 @@ class ApiService:
                 "replayed": result.replayed,
                 "poll": where.poll(result.turn_id),
                 "note": result.note,
+                "requests": [request.to_json() for request in result.requests],
             }
         )
 
