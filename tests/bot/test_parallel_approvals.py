@@ -109,6 +109,12 @@ async def test_three_refunds_are_approved_in_reverse_order_by_three_people(db_ur
     waiting = {call: status for call, (status, _) in cards(first).items()}
     assert waiting == {"c41": "pending", "c42": "pending", "c43": "pending"}
 
+    # Each person's Home inbox lists their own request, and only theirs.
+    await app.slack.open_home("U0BEN")
+    await eventually(lambda: "order 42?" in _home(standin, "U0BEN"))
+    assert "order 41?" not in _home(standin, "U0BEN")
+    assert "order 43?" not in _home(standin, "U0BEN")
+
     # Ann may answer 41's request, not 43's: refused, nothing changes.
     def click(person: str, button: dict[str, Any], order: str) -> Any:
         message_ts = for_order(requests, order).ts
@@ -156,3 +162,8 @@ def _context(message: Message) -> str:
         if b["type"] == "context"
         for e in b["elements"]
     )
+
+
+def _home(standin: Any, user: str) -> str:
+    view = standin.home_views.get(user)
+    return "" if view is None else str(standin.render_view(view))
