@@ -1,5 +1,5 @@
 """`python -m bench.parallel_tools`: what a batch of slow remote tool calls costs a turn, run one
-after another (`tool_concurrency=1`, the default) and side by side (4), in the same run.
+after another (`tool_concurrency=1`) and side by side (4, the default), in the same run.
 
 Each turn is one model reply asking for `--calls` calls of a tool that waits `--tool-ms` (a
 lookup, an HTTP call), then a closing reply; the clock runs from the turn's start to its result.

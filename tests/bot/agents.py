@@ -72,16 +72,27 @@ async def wait_for_gate(name: str) -> dict[str, Any]:
     return {"opened": name}
 
 
-@tool
-async def long_task(name: str, ctx: ToolContext) -> dict[str, Any]:
-    """Works until the test opens the gate, or the turn is asked to stop (a remote tool that
-    watches its cancellation, as a long one should)."""
+async def _until_gate_or_stop(name: str, ctx: ToolContext) -> dict[str, Any]:
     gate = asyncio.ensure_future(GATE.setdefault(name, asyncio.Event()).wait())
     stop = asyncio.ensure_future(ctx.cancellation.wait())
     done, pending = await asyncio.wait({gate, stop}, return_when=asyncio.FIRST_COMPLETED)
     for task in pending:
         task.cancel()
     return {"stopped": stop in done}
+
+
+@tool
+async def long_task(name: str, ctx: ToolContext) -> dict[str, Any]:
+    """Works until the test opens the gate, or the turn is asked to stop (a remote tool that
+    watches its cancellation, as a long one should)."""
+    return await _until_gate_or_stop(name, ctx)
+
+
+@tool(concurrency=1)
+async def exclusive_task(name: str, ctx: ToolContext) -> dict[str, Any]:
+    """`long_task` on something that takes one caller at a time: its calls never overlap
+    (`concurrency=1`), so a batch's second call waits for the first to end."""
+    return await _until_gate_or_stop(name, ctx)
 
 
 @tool
@@ -170,6 +181,7 @@ AGENT = Agent(
         escalate,
         wait_for_gate,
         long_task,
+        exclusive_task,
         timed_refund,
         timed_hold,
         place_hold,
@@ -216,17 +228,32 @@ LONG = [
 ]
 """A turn in a long tool call that stops early when the turn is cancelled."""
 
-LONG_THEN_LOOKUP = [
+LONG_BESIDE_OTHERS = [
     ScriptedReply(
         text=["First part ", "of the answer."],
         tool_calls=[
             ToolCall(id="c_long", name="long_task", input={"name": "long"}),
+            ToolCall(id="c_long_2", name="long_task", input={"name": "long-2"}),
             ToolCall(id="c_then", name="lookup_order", input={"order_id": "42"}),
         ],
     ),
     ScriptedReply(text=["Second part ", "after the long call."]),
 ]
-"""`LONG` with a second call in its batch, which a stop during the first leaves unrun."""
+"""`LONG` with two more calls in its batch, all three run side by side: a second long call (both
+are running when a Stop comes) and a lookup that has finished by then."""
+
+EXCLUSIVE_PAIR = [
+    ScriptedReply(
+        text=["First part ", "of the answer."],
+        tool_calls=[
+            ToolCall(id="c_long", name="exclusive_task", input={"name": "long"}),
+            ToolCall(id="c_then", name="exclusive_task", input={"name": "then"}),
+        ],
+    ),
+    ScriptedReply(text=["Second part ", "after the long call."]),
+]
+"""Two calls of a tool whose calls never overlap (`exclusive_task`, `concurrency=1`): the second
+waits for the first, so a Stop during the first leaves it unrun."""
 
 TIMED = [
     ScriptedReply(

@@ -53,7 +53,9 @@ async def said(standin: Any, text: str) -> None:
 async def test_a_turn_parked_under_one_model_is_approved_and_finished_by_the_next(
     db_url: str, launch: Any, standin: Any, api: AnthropicStandin, client: AsyncAnthropic
 ) -> None:
-    """Parked mid-batch: the refund waits for approval and the lookup after it has not run."""
+    """Parked mid-batch: the refund waits for approval; the lookup after it in the batch ran
+    beside it and finished before the turn parked, so only the refund runs again, under the new
+    model, which reads both results in call order."""
     api.enqueue(
         sse_reply(
             Thinking("Refund first, then look it up.", "n1"),
@@ -66,6 +68,9 @@ async def test_a_turn_parked_under_one_model_is_approved_and_finished_by_the_nex
     ts = await app.slack.mention("U0ALICE", "refund order 42", channel=CHANNEL)
     message = await eventually(lambda: approval(standin, CHANNEL), within=30)
     await eventually(lambda: idle(standin, CHANNEL))
+    key = session_key("T0DEMO", CHANNEL, ts)
+    done = [m.call_id for m in await app.session(key).transcript() if m.role == "tool"]
+    assert done == ["c_lookup"], "the lookup ran beside the refund and finished before the park"
     await app.stop()  # the deploy: the next bot runs another model
 
     api.enqueue(sse_reply(Thinking("Both done.", "n2"), Text("Refund done.")))
@@ -77,7 +82,6 @@ async def test_a_turn_parked_under_one_model_is_approved_and_finished_by_the_nex
     assert response.status_code == 200
     await said(standin, "Refund done.")
 
-    key = session_key("T0DEMO", CHANNEL, ts)
     [turn] = await again.turns(key)
     assert turn.status.value == "completed"
     assert turn.result["text"] == "Refund done."

@@ -1,8 +1,9 @@
-"""Slack's Stop button: the thread's turn stops durably, the model is not called again, the thread
-says who stopped it and the session leaves `processing`. A Stop from another workspace, or an
-unsigned one, stops nothing; a Stop by someone whose turn it is not (a running one: not the
-person who asked, nor whom the agent's policy allows; a parked one: nobody who may answer it)
-is refused to them alone and the turn goes on, shown in full."""
+"""Slack's Stop button: the thread's turn stops durably, reaching every call of the batch that is
+running (they run side by side), the model is not called again, the thread says who stopped it
+and the session leaves `processing`. A Stop from another workspace, or an unsigned one, stops
+nothing; a Stop by someone whose turn it is not (a running one: not the person who asked, nor
+whom the agent's policy allows; a parked one: nobody who may answer it) is refused to them alone
+and the turn goes on, shown in full."""
 
 from __future__ import annotations
 
@@ -13,7 +14,15 @@ import pytest
 from agent import STOP_POLICY, Agent, AnswerRequest
 from bot.slack.approval_blocks import NO_LONGER_PENDING
 from bot.slack.inbound import session_key
-from tests.bot.agents import AGENT, GATE, LONG, LONG_THEN_LOOKUP, REFUND, model
+from tests.bot.agents import (
+    AGENT,
+    EXCLUSIVE_PAIR,
+    GATE,
+    LONG,
+    LONG_BESIDE_OTHERS,
+    REFUND,
+    model,
+)
 from tests.bot.harness import approval, eventually, idle, replies
 
 CHANNEL = "C0STOP"
@@ -30,10 +39,21 @@ async def running(app, standin):
     return ts
 
 
-async def test_stop_cancels_the_turn_and_the_model_is_not_called_again(db_url, launch, standin):
-    scripted = model(LONG_THEN_LOOKUP)
+async def test_stop_reaches_every_running_call_and_the_model_is_not_called_again(
+    db_url, launch, standin
+):
+    """The batch's calls run side by side: when Stop comes, two long calls are running and a
+    lookup has finished. The Stop reaches both long calls (each returns only because it was
+    asked to stop), the model is not called again, and the reply tells each call as it ended."""
+    scripted = model(LONG_BESIDE_OTHERS)
     app = await launch(db_url, AGENT, scripted)
     ts = await running(app, standin)
+    await eventually(lambda: "long-2" in GATE, what="the second long call is running too")
+    (first,) = [m for m in replies(standin, CHANNEL) if "First part" in m.text]
+    await eventually(
+        lambda: first.tasks.get("c_then", {}).get("status") == "complete",
+        what="the lookup has finished beside the long calls",
+    )
     calls = len(scripted.requests)
 
     response = await app.slack.stop("U0ALICE", channel=CHANNEL, thread_ts=ts)
@@ -43,7 +63,7 @@ async def test_stop_cancels_the_turn_and_the_model_is_not_called_again(db_url, l
     (turn,) = await app.turns(key)
     assert turn.cancel_reason == "stopped"
 
-    # The long tool sees the cancellation and returns; the turn stops at its next checkpoint.
+    # Both long tools see the cancellation and return; the turn stops once its batch has ended.
     await eventually(
         lambda: _status(app, key, "cancelled"), what="the turn ends cancelled", within=20
     )
@@ -53,21 +73,63 @@ async def test_stop_cancels_the_turn_and_the_model_is_not_called_again(db_url, l
     await eventually(lambda: idle(standin, CHANNEL))
     assert len(scripted.requests) == calls  # no model call after the Stop
     assert not any("Second part" in m.text for m in replies(standin, CHANNEL))
-    # The timeline settles every call as it really ended: the long call was cut short by the
-    # Stop (it returned only once asked to stop), the next one never ran; none is left running
-    # in a reply that has ended, and none says "✓". Slack stopped the stream itself, so the
-    # reply goes on by edits, with its task cards as cards (not a list of text lines).
+    assert not any(GATE[name].is_set() for name in ("long", "long-2"))
+    results = {m.call_id: m.result for m in await app.session(key).transcript() if m.role == "tool"}
+    assert results == {
+        "c_long": {"stopped": True},
+        "c_long_2": {"stopped": True},
+        "c_then": {"order_id": "42", "item": "mug"},
+    }, "the Stop reached both running calls; the lookup had finished before it"
+    # The timeline settles every call as it really ended: the long calls were cut short by the
+    # Stop, neither says "✓"; the lookup, done before the Stop, does; none is left running in
+    # a reply that has ended. Slack stopped the stream itself, so the reply goes on by edits,
+    # with its task cards as cards (not a list of text lines).
     (reply,) = [m for m in replies(standin, CHANNEL) if "stopped by" in m.text]
-    cards = {t["title"]: (t["status"], t.get("output")) for t in reply.tasks.values()}
+    cards = {i: (t["title"], t["status"], t.get("output")) for i, t in reply.tasks.items()}
     assert cards == {
-        "Long task": ("error", "stopped by <@U0ALICE>"),
-        "Lookup order": ("error", "not run: stopped by <@U0ALICE>"),
+        "c_long": ("Long task", "error", "stopped by <@U0ALICE>"),
+        "c_long_2": ("Long task", "error", "stopped by <@U0ALICE>"),
+        "c_then": ("Lookup order", "complete", None),
     }, reply.tasks
     assert any(b["type"] == "task_card" for b in reply.blocks or []), reply.blocks
     assert not any(line.startswith(("✓", "✗", "…", "·")) for line in reply.text.splitlines())
     session = standin.session_of(CHANNEL, ts)
     assert session is not None
     await eventually(lambda: session.status == "active")
+
+
+async def test_a_stop_during_a_serial_tools_call_leaves_its_next_call_unrun(
+    db_url, launch, standin
+):
+    """Serial semantics, kept by the tool itself: `exclusive_task` takes one call at a time
+    (`@tool(concurrency=1)`), so its second call of the batch waits for the first. A Stop during
+    the first starts none of the rest: the second never runs and the reply says so ("not run"),
+    never "✓" nor still running."""
+    scripted = model(EXCLUSIVE_PAIR)
+    app = await launch(db_url, AGENT, scripted)
+    ts = await running(app, standin)
+    assert "then" not in GATE, "the second call must wait for the first"
+    calls = len(scripted.requests)
+
+    assert (await app.slack.stop("U0ALICE", channel=CHANNEL, thread_ts=ts)).status_code == 200
+    key = session_key("T0DEMO", CHANNEL, ts)
+    await eventually(
+        lambda: _status(app, key, "cancelled"), what="the turn ends cancelled", within=20
+    )
+    await eventually(
+        lambda: any("stopped by <@U0ALICE>" in m.text for m in replies(standin, CHANNEL))
+    )
+    await eventually(lambda: idle(standin, CHANNEL))
+    assert len(scripted.requests) == calls
+    assert "then" not in GATE, "the call after the Stop never started"
+    results = {m.call_id: m.result for m in await app.session(key).transcript() if m.role == "tool"}
+    assert results == {"c_long": {"stopped": True}, "c_then": {"cancelled": True}}
+    (reply,) = [m for m in replies(standin, CHANNEL) if "stopped by" in m.text]
+    cards = {i: (t["status"], t.get("output")) for i, t in reply.tasks.items()}
+    assert cards == {
+        "c_long": ("error", "stopped by <@U0ALICE>"),
+        "c_then": ("error", "not run: stopped by <@U0ALICE>"),
+    }, reply.tasks
 
 
 async def _status(app, key, status):
