@@ -41,6 +41,10 @@ from tests.support.private_services import PrivateRedis, free_port
 pytestmark = pytest.mark.redis
 
 HOUR = 3600.0
+WITHIN = 60.0
+"""How long a test waits for what Redis delivers: generous, for a busy machine. Whether it was
+Redis that delivered is shown by counts (sweeps, a cancel the tool saw), never by timing."""
+GIVE_UP = 2 * WITHIN
 LOGGER = "storage.redis.dispatch"
 
 
@@ -156,12 +160,13 @@ async def two_stores(url: str) -> AsyncIterator[tuple[SqlStore, SqlStore]]:
 def _waiting_agent(started: asyncio.Event) -> Agent:
     @tool
     async def wait_for_cancel(ctx: ToolContext) -> str:
-        """Works until told to stop (or 10 s, which would fail the test's timing)."""
+        """Works until told to stop; gives up after far longer than the test waits for its
+        result, so only a cancel that reached it lets the test pass."""
         started.set()
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(10):
+            async with asyncio.timeout(GIVE_UP):
                 await ctx.cancellation.wait()
-        return "stopped"
+        return "stopped" if ctx.cancellation.cancelled else "gave up"
 
     return Agent(name="a", instructions="x", tools=[wait_for_cancel])
 
@@ -188,16 +193,12 @@ async def test_a_queued_turn_reaches_a_worker_through_the_stream(
         web(web_store, agent, RedisDispatcher(redis_url, **names)) as session,
     ):
         await worker.serve()
-        loop = asyncio.get_running_loop()
-        began = loop.time()
         await session.start("hi", turn_id="T1")
-        async with asyncio.timeout(5):
+        async with asyncio.timeout(WITHIN):
             result = await session.result("T1")
-        took = loop.time() - began
 
     assert (result.status, result.text) == (TurnStatus.COMPLETED, "hello")
-    assert took < 2.0, f"took {took:.2f}s; the sweep interval is an hour"
-    assert worker.probe.sweeps == 1, "only the startup sweep ran"
+    assert worker.probe.sweeps == 1, "only the startup sweep ran (the next is an hour away)"
     assert await raw.xlen(names["stream"]) == 1
     assert (await raw.xpending(names["stream"], names["group"]))["pending"] == 0
 
@@ -224,16 +225,14 @@ async def test_a_cancel_reaches_the_running_turn_through_pubsub(
         async with asyncio.timeout(5):
             await started.wait()
         await raw.publish(names["channel"], "not json")  # garbage must not kill the listener
-        loop = asyncio.get_running_loop()
-        began = loop.time()
         assert await session.cancel("T1", "user changed their mind")
-        async with asyncio.timeout(5):
+        async with asyncio.timeout(WITHIN):
             result = await session.result("T1")
-        took = loop.time() - began
         transcript = await web_store.load_transcript("s1")
 
     assert (result.status, result.reason) == (TurnStatus.CANCELLED, "user changed their mind")
-    assert took < 2.0, f"took {took:.2f}s; the tool would have waited 10 s for a heartbeat"
+    seen = [m.result for m in transcript if isinstance(m, ToolMessage)]
+    assert seen[0] == "stopped", "the cancel reached the tool only by its heartbeat (an hour)"
     assert len(model.requests) == 1, "no model call after the cancel"
     unrun = transcript[-1]
     assert isinstance(unrun, ToolMessage)
