@@ -41,10 +41,16 @@ from tests.support.private_services import PrivateRedis, free_port
 pytestmark = pytest.mark.redis
 
 HOUR = 3600.0
+WITHIN = 60.0
+"""How long a test waits for what Redis delivers: generous, for a busy machine. Whether it was
+Redis that delivered is shown by counts (sweeps, a cancel the tool saw), never by timing."""
+GIVE_UP = 2 * WITHIN
 LOGGER = "storage.redis.dispatch"
 
 
-async def eventually(check: Callable[[], Awaitable[Any]], *, until: Any, within: float = 5) -> None:
+async def eventually(
+    check: Callable[[], Awaitable[Any]], *, until: Any, within: float = WITHIN
+) -> None:
     """Poll `check()` until it returns `until`."""
     async with asyncio.timeout(within):
         while True:
@@ -113,14 +119,14 @@ class Worker:
 
     async def __aenter__(self) -> Worker:
         self.runtime.start_recovery()
-        async with asyncio.timeout(5):
+        async with asyncio.timeout(WITHIN):
             await self.probe.swept.wait()  # the startup sweep is over before any turn exists
         return self
 
     async def serve(self) -> None:
         self.runtime.attach(self.dispatcher)
         self.serving = asyncio.create_task(self.dispatcher.serve(self.runtime))
-        async with asyncio.timeout(5):
+        async with asyncio.timeout(WITHIN):
             await self.dispatcher.wait_ready()
 
     async def __aexit__(self, *exc: object) -> None:
@@ -159,14 +165,15 @@ def _waiting_agent(started: asyncio.Event) -> Agent:
 
     @tool
     async def wait_for_cancel(ctx: ToolContext) -> str:
-        """Works until told to stop (or 10 s, which would fail the test's timing)."""
+        """Works until told to stop; gives up after far longer than the test waits for its
+        result, so only a cancel that reached it lets the test pass."""
         running.append(None)
         if len(running) == len(WAIT_TWICE.tool_calls):
             started.set()
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(10):
+            async with asyncio.timeout(GIVE_UP):
                 await ctx.cancellation.wait()
-        return "stopped"
+        return "stopped" if ctx.cancellation.cancelled else "gave up"
 
     return Agent(name="a", instructions="x", tools=[wait_for_cancel])
 
@@ -193,16 +200,12 @@ async def test_a_queued_turn_reaches_a_worker_through_the_stream(
         web(web_store, agent, RedisDispatcher(redis_url, **names)) as session,
     ):
         await worker.serve()
-        loop = asyncio.get_running_loop()
-        began = loop.time()
         await session.start("hi", turn_id="T1")
-        async with asyncio.timeout(5):
+        async with asyncio.timeout(WITHIN):
             result = await session.result("T1")
-        took = loop.time() - began
 
     assert (result.status, result.text) == (TurnStatus.COMPLETED, "hello")
-    assert took < 2.0, f"took {took:.2f}s; the sweep interval is an hour"
-    assert worker.probe.sweeps == 1, "only the startup sweep ran"
+    assert worker.probe.sweeps == 1, "only the startup sweep ran (the next is an hour away)"
     assert await raw.xlen(names["stream"]) == 1
     assert (await raw.xpending(names["stream"], names["group"]))["pending"] == 0
 
@@ -226,22 +229,20 @@ async def test_a_cancel_reaches_the_running_turn_through_pubsub(
     ):
         await worker.serve()
         await session.start("work", turn_id="T1")
-        async with asyncio.timeout(5):
+        async with asyncio.timeout(WITHIN):
             await started.wait()  # both calls run side by side
         await raw.publish(names["channel"], "not json")  # garbage must not kill the listener
-        loop = asyncio.get_running_loop()
-        began = loop.time()
         assert await session.cancel("T1", "user changed their mind")
-        async with asyncio.timeout(5):
+        async with asyncio.timeout(WITHIN):
             result = await session.result("T1")
-        took = loop.time() - began
         transcript = await web_store.load_transcript("s1")
 
     assert (result.status, result.reason) == (TurnStatus.CANCELLED, "user changed their mind")
-    assert took < 2.0, f"took {took:.2f}s; the tool would have waited 10 s for a heartbeat"
     assert len(model.requests) == 1, "no model call after the cancel"
     results = sorted((m.call_id, m.result) for m in transcript if isinstance(m, ToolMessage))
-    assert results == [("a", "stopped"), ("b", "stopped")], "the signal reached both calls"
+    assert results == [("a", "stopped"), ("b", "stopped")], (
+        "the signal reached both calls (by the heartbeat it would take an hour)"
+    )
     assert worker.probe.sweeps == 1
     assert "ignoring malformed cancel signal" in caplog.text
 
@@ -263,10 +264,10 @@ async def test_replace_cancels_through_redis_and_keeps_the_new_turn(
     ):
         await worker.serve()
         await session.start("first", turn_id="T1")
-        async with asyncio.timeout(5):
+        async with asyncio.timeout(WITHIN):
             await started.wait()
         await session.start("second", turn_id="T2", replace=True)
-        async with asyncio.timeout(5):
+        async with asyncio.timeout(WITHIN):
             first, second = await session.result("T1"), await session.result("T2")
 
     assert (first.status, first.reason) == (TurnStatus.CANCELLED, "replaced")
@@ -297,7 +298,7 @@ async def test_an_entry_a_dead_consumer_never_acknowledged_is_reclaimed(
         ]
 
         await worker.serve()
-        async with asyncio.timeout(5):
+        async with asyncio.timeout(WITHIN):
             result = await session.result("T1")
 
     assert (result.status, result.text) == (TurnStatus.COMPLETED, "rescued")
@@ -328,7 +329,7 @@ async def test_redis_dying_mid_run_loses_nothing_and_raises_nothing(
         assert (await session.turn("1", turn_id="T1")).text == "one"
 
         await asyncio.to_thread(private_redis.kill)
-        async with asyncio.timeout(10):
+        async with asyncio.timeout(WITHIN):
             await session.start("2", turn_id="T2")  # returns: the turn is in the database
             result = await session.result("T2")
         assert (result.status, result.text) == (TurnStatus.COMPLETED, "two")
@@ -354,10 +355,10 @@ async def test_redis_dying_mid_run_loses_nothing_and_raises_nothing(
             )
 
         try:
-            await eventually(consumed, until=True, within=10)
+            await eventually(consumed, until=True)
         finally:
             await checker.aclose()
-        async with asyncio.timeout(5):
+        async with asyncio.timeout(WITHIN):
             assert (await session.result("T3")).text == "three"
 
     mine = [r for r in caplog.records if r.name == LOGGER]
@@ -382,7 +383,7 @@ async def test_no_redis_at_all_warns_once_and_close_still_returns(
         await dispatcher.cancel("s1", "stop", only="T1")
         await asyncio.sleep(0.3)  # a few reconnect attempts
         assert not serving.done()
-    async with asyncio.timeout(2):
+    async with asyncio.timeout(WITHIN):
         await serving  # close() made it return
     await runtime.close()
 
