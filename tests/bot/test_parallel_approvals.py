@@ -83,7 +83,11 @@ async def test_three_calls_run_side_by_side_in_the_thread(db_url, launch, standi
         )
 
     await eventually(running_at_once, within=30)
-    for order in ("43", "41", "42"):
+    GATES.setdefault("43", asyncio.Event()).set()
+    await eventually(lambda: cards(replies(standin, CHANNEL)[0])["c43"][0] == "complete")
+    said = [s["status"] for s in standin.statuses if s.get("status")]
+    assert said[-1] == "is running check carrier…", "the status line said the calls had ended"
+    for order in ("41", "42"):
         GATES.setdefault(order, asyncio.Event()).set()
     await eventually(lambda: any("All in transit." in m.text for m in replies(standin, CHANNEL)))
     await eventually(lambda: idle(standin, CHANNEL))

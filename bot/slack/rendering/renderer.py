@@ -230,16 +230,19 @@ class SessionRenderer:
                 view.step_live = ""
             case "action.requested":
                 view = await self.replies.view_for(event.turn_id)
+                view.running[event.call.id] = _title(event.call.name)
                 await self.status.processing(tool=_title(event.call.name))
                 part = await self.replies.part(view)
                 part.task(event.call.id, _title(event.call.name), "in_progress")
             case "action.completed":
                 view = await self.replies.view_for(event.turn_id)
-                await self.status.processing()
+                view.running.pop(event.call_id, None)
+                await self.status.processing(tool=_still_running(view))
                 await self._completed(await self.replies.part(view), event)
             case "input.requested":
                 view = await self.replies.view_for(event.turn_id)
                 request = event.request
+                view.running.pop(request.call_id, None)
                 if view.part is not None and request.call_id:
                     title = _title(request.tool)
                     view.part.task(
@@ -447,6 +450,11 @@ class SessionRenderer:
         if speaker:
             team, _, user = speaker.partition(":")
             self.home.refresh(team, {user})
+
+
+def _still_running(view: TurnView) -> str | None:
+    """The title of the latest call of the batch that is still running, if any."""
+    return next(reversed(view.running.values()), None)
 
 
 def _title(name: str) -> str:

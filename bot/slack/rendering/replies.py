@@ -12,7 +12,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
@@ -41,6 +41,9 @@ class TurnView:
     step_live: str = ""
     live_open: bool = True
     shown_any: bool = False
+    running: dict[str, str] = field(default_factory=dict)
+    """Titles of the tool calls announced and not yet ended, by call id: a batch's calls run
+    side by side, so the status line names one still running until the last ends."""
 
 
 def shows_nothing(content: PartContent) -> bool:
