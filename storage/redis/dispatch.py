@@ -31,6 +31,7 @@ from redis.backoff import ExponentialBackoff
 from redis.exceptions import ResponseError
 
 from agent.seams import DispatchTarget
+from storage.redis.closing import close_client, close_pubsub
 from storage.redis.health import REWARN, UNREACHABLE, RedisHealth, redact
 
 __all__ = ["REWARN", "UNREACHABLE", "RedisDispatcher", "redact"]
@@ -97,7 +98,7 @@ class RedisDispatcher:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(grace):  # wait_for may swallow a cancel on 3.11
                 await self._idle.wait()
-        await self._client.aclose()
+        await close_client(self._client)
 
     # the web side: Dispatcher -------------------------------------------------------------
 
@@ -255,9 +256,7 @@ class RedisDispatcher:
                 elif kind == "message":
                     self._signal(runtime, message.get("data"))
         finally:
-            close: Callable[[], Awaitable[None]] = pubsub.aclose
-            with contextlib.suppress(*UNREACHABLE):  # closing towards a dead server
-                await close()
+            await close_pubsub(pubsub)
 
     def _signal(self, runtime: DispatchTarget, data: Any) -> None:
         try:

@@ -22,7 +22,6 @@ subscribes again.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
 import time
@@ -44,6 +43,7 @@ from agent.seams import (
     SessionStore,
     TurnEvent,
 )
+from storage.redis.closing import close_client, close_pubsub
 from storage.redis.health import UNREACHABLE, RedisHealth
 from storage.redis.live_wire import (
     MAX_BYTES,
@@ -137,8 +137,7 @@ class RedisEventRelay:
         if self._tasks:
             await asyncio.wait(self._tasks, timeout=2.0)
         self._tasks = []
-        with contextlib.suppress(*UNREACHABLE):
-            await self._client.aclose()
+        await close_client(self._client)
 
     async def wait_watching(self, session: str) -> None:
         """Until Redis confirmed this process's subscription to `session` (a message published
@@ -265,9 +264,7 @@ class RedisEventRelay:
                 # Bounded: redis-py may swallow a cancel that lands inside a command.
                 subscribing.cancel()
                 await asyncio.wait([subscribing], timeout=1.0)
-            close: Callable[[], Awaitable[None]] = pubsub.aclose
-            with contextlib.suppress(*UNREACHABLE):  # closing towards a dead server
-                await close()
+            await close_pubsub(pubsub)
 
     async def _subscribe(self, pubsub: PubSub) -> None:
         """Subscribe and unsubscribe as sessions are watched and unwatched here. The server's

@@ -65,10 +65,18 @@ async def test_a_database_outage_answers_503_to_retry_and_logs_it_once(
         sent.append((ts, event))
     during = list(caplog.records)
     await tcp.restore()
-    for ts, event in sent:  # Slack's retries
+    for ts, event in sent:  # Slack's retries: up to three of each event
         bot.standin.add_user_message(CHANNEL, ts, "U0ALICE", event["text"], None)
-        answer = await bot.slack.post_event(event, retry_num=1)
-        assert answer.status_code == 200, answer.text
+        # The first may still meet a pooled connection the cut reset (used within the last
+        # second, so not pinged): a 503 again, and Slack's next retry gets through.
+        codes = []
+        for retry_num in (1, 2, 3):
+            answer = await bot.slack.post_event(event, retry_num=retry_num)
+            codes.append(answer.status_code)
+            if answer.status_code == 200:
+                break
+        assert codes[-1] == 200, (codes, answer.text)
+        assert codes.count(503) <= 1, codes
     await rendered_out(postgres_url, within=60)
 
     # The requests' own path (Bolt, its listeners, the app) logs no traceback and no error.
