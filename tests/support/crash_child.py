@@ -2,11 +2,12 @@
 named commit boundary, announces it on stdout and waits there to be SIGKILLed by the parent.
 
     python -m tests.support.crash_child URL SESSION TURN [--crash before:model:1] [--recover-only]
-        [--batch order|parts] [--tool-concurrency N]
+        [--batch order|parts|asks] [--tool-concurrency N]
 
 `order` (the default) is a remote and a local call on the serial engine (`--tool-concurrency 1`,
 the default here), whose boundaries come in one order; `parts` is three remote calls, run side
-by side under `--tool-concurrency` 4.
+by side under `--tool-concurrency` 4; `asks` is two calls that each ask a person beside one
+that does not (the turn parks on both: `RESULT suspended`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import time
 from agent import Runtime, ScriptedModel, TurnEvent
 from storage import SqlStore
 from tests.support.engine_fixtures import (
+    ASKS_AGENT,
+    ASKS_SCRIPT,
     ORDER_AGENT,
     ORDER_SCRIPT,
     PARTS_AGENT,
@@ -40,7 +43,7 @@ async def main() -> int:
     parser.add_argument("--crash", default=None, help="stage:label, e.g. after:tool:1:a")
     parser.add_argument("--recover-only", action="store_true")
     parser.add_argument("--tool-concurrency", type=int, default=1, help="1: the serial engine")
-    parser.add_argument("--batch", choices=["order", "parts"], default="order")
+    parser.add_argument("--batch", choices=["order", "parts", "asks"], default="order")
     args = parser.parse_args()
 
     def hook(stage: str, label: str) -> None:
@@ -48,11 +51,11 @@ async def main() -> int:
             _say(f"AT {stage}:{label}")
             time.sleep(600)  # the parent kills us here with SIGKILL
 
-    agent, script, opening = (
-        (ORDER_AGENT, ORDER_SCRIPT, "Order two mugs.")
-        if args.batch == "order"
-        else (PARTS_AGENT, PARTS_SCRIPT, "Fetch parts x, y and z.")
-    )
+    agent, script, opening = {
+        "order": (ORDER_AGENT, ORDER_SCRIPT, "Order two mugs."),
+        "parts": (PARTS_AGENT, PARTS_SCRIPT, "Fetch parts x, y and z."),
+        "asks": (ASKS_AGENT, ASKS_SCRIPT, "Ask about 41 and 42."),
+    }[args.batch]
     inner = await SqlStore.open(args.url)
     store = HookedStore(inner, hook)
     runtime = Runtime(

@@ -90,6 +90,30 @@ PARTS_SCRIPT = [
 """A three-call batch of one remote tool, for the concurrent engine's crash tests."""
 
 
+@tool
+async def ask_approval(order: str, ctx: ToolContext) -> dict[str, Any]:
+    """Ask host code to approve an order (remote: it parks the turn until answered)."""
+    record_run(f"ask_approval:{order}")
+    approved = await ctx.request_input(id="approve", prompt=f"Approve order {order}?")
+    return {"order": order, "approved": approved}
+
+
+ASKS_AGENT = Agent(name="asks", instructions="Ask.", tools=[fetch_part, ask_approval])
+
+ASKS_SCRIPT = [
+    ScriptedReply(
+        text="Asking twice.",
+        tool_calls=[
+            ToolCall(id="a1", name="ask_approval", input={"order": "41"}),
+            ToolCall(id="f", name="fetch_part", input={"part": "f", "seconds": 0.0}),
+            ToolCall(id="a2", name="ask_approval", input={"order": "42"}),
+        ],
+    ),
+    ScriptedReply(text="Both answered."),
+]
+"""Two calls that each ask a person beside one that does not: the turn parks on both."""
+
+
 def count_orders(conn: Connection) -> int:
     exists = conn.execute(
         text(
