@@ -9,6 +9,7 @@ of them while others wait keeps the park (`still_pending`); the last one ends it
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from sqlalchemy import case, delete, func, insert, select, update
 from sqlalchemy.engine import Connection
@@ -96,35 +97,24 @@ def _keep_park(
 ) -> int:
     """The session row after an answer while other requests still wait: still `suspended`,
     `pending` without the one answered, `new_events` logged; the last seq."""
-    rows = encode_events(session, new_events)
-    last_seq = conn.execute(
-        update(sessions)
-        .where(sessions.c.key == session)
-        .values(
-            pending=canonical_json(still_pending),
-            updated_at=now,
-            event_seq=sessions.c.event_seq + len(rows),
-        )
-        .returning(sessions.c.event_seq)
-    ).scalar_one()
-    if rows:
-        conn.execute(insert(events), event_rows(session, rows, int(last_seq)))
-    return int(last_seq)
+    return _log(conn, session, new_events, pending=canonical_json(still_pending), updated_at=now)
 
 
 def _end_park(conn: Connection, session: str, new_events: Sequence[TurnEvent], now: float) -> int:
     """The session row as a park's end leaves it (`running`, no `pending`), with the seqs of
     `new_events` reserved in the same statement and the events logged; the last seq."""
+    running = SessionStatus.RUNNING.value
+    return _log(conn, session, new_events, status=running, pending=None, updated_at=now)
+
+
+def _log(conn: Connection, session: str, new_events: Sequence[TurnEvent], **values: Any) -> int:
+    """Update the session row with `values`, reserving the seqs of `new_events` in the same
+    statement, and log the events; the last seq."""
     rows = encode_events(session, new_events)
     last_seq = conn.execute(
         update(sessions)
         .where(sessions.c.key == session)
-        .values(
-            status=SessionStatus.RUNNING.value,
-            pending=None,
-            updated_at=now,
-            event_seq=sessions.c.event_seq + len(rows),
-        )
+        .values(**values, event_seq=sessions.c.event_seq + len(rows))
         .returning(sessions.c.event_seq)
     ).scalar_one()
     if rows:

@@ -14,7 +14,8 @@ from agent import AssistantMessage, ToolMessage, UserMessage
 from agent._tool_batch import in_call_order
 from storage import SqlStore
 from tests.support import children
-from tests.support.engine_fixtures import RUN_LOG_ENV, read_runs
+from tests.support.crash_runs import start_batch_child
+from tests.support.engine_fixtures import read_runs
 
 SESSION, TURN = "crash:s", "T1"
 BOUNDARIES = [
@@ -31,18 +32,7 @@ BOUNDARIES = [
 
 
 async def _child(url: str, run_log: Path, *extra: str) -> children.Process:
-    return await children.start(
-        "tests.support.crash_child",
-        url,
-        SESSION,
-        TURN,
-        "--batch",
-        "parts",
-        "--tool-concurrency",
-        "4",
-        *extra,
-        env={RUN_LOG_ENV: str(run_log)},
-    )
+    return await start_batch_child(url, SESSION, TURN, "parts", run_log, *extra)
 
 
 @pytest.mark.parametrize("boundary", BOUNDARIES)

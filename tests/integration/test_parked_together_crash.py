@@ -15,6 +15,7 @@ from agent import InputRequested, Runtime, ScriptedModel, ToolMessage, TurnStatu
 from agent._tool_batch import in_call_order
 from storage import SqlStore
 from tests.support import children
+from tests.support.crash_runs import start_batch_child
 from tests.support.engine_fixtures import ASKS_AGENT, ASKS_SCRIPT, RUN_LOG_ENV, read_runs
 
 SESSION, TURN = "crash:asks", "T1"
@@ -29,18 +30,7 @@ BOUNDARIES = [
 
 
 async def _child(url: str, run_log: Path, *extra: str) -> children.Process:
-    return await children.start(
-        "tests.support.crash_child",
-        url,
-        SESSION,
-        TURN,
-        "--batch",
-        "asks",
-        "--tool-concurrency",
-        "4",
-        *extra,
-        env={RUN_LOG_ENV: str(run_log)},
-    )
+    return await start_batch_child(url, SESSION, TURN, "asks", run_log, *extra)
 
 
 @pytest.mark.parametrize("boundary", BOUNDARIES)
