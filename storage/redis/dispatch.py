@@ -169,13 +169,19 @@ class RedisDispatcher:
         fleet does not reconnect in step) and start it again."""
         ready = self._ready[name]
         delay = self.retry_min
-        while True:
+        # Until `close()`: redis-py can turn the cancel `serve` sends into a ConnectionError when
+        # it lands inside a command (redis/redis-py#2717), which alone would restart the loop.
+        while not self._stop.is_set():
             try:
                 await run(runtime, ready)
             except UNREACHABLE as err:
+                if self._stop.is_set():
+                    return
                 self._lost(f"{name} loop", err)
             except Exception:
                 log.exception("Redis %s loop failed unexpectedly; restarting it", name)
+            if self._stop.is_set():
+                return
             if ready.is_set():
                 delay = self.retry_min
             ready.clear()
@@ -193,7 +199,7 @@ class RedisDispatcher:
         loop = asyncio.get_running_loop()
         next_claim = loop.time()
         cursor = "0-0"
-        while True:
+        while not self._stop.is_set():
             await self._deliver(runtime, await self._read_group(consumer, ">", self.block_ms))
             if loop.time() >= next_claim:
                 cursor = await self._claim(runtime, consumer, cursor)
@@ -247,7 +253,7 @@ class RedisDispatcher:
         pubsub: PubSub = self._client.pubsub()
         try:
             await pubsub.subscribe(self.channel)
-            while True:
+            while not self._stop.is_set():
                 message = await pubsub.get_message(timeout=1.0)
                 kind = message and message.get("type")
                 if kind == "subscribe":

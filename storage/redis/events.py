@@ -192,7 +192,7 @@ class RedisEventRelay:
         could not be sent is dropped (live events are worth nothing late) and the loop backs
         off; the queue stays bounded by `backlog` meanwhile."""
         delay = self.retry_min
-        while True:
+        while not self._closed:  # closed: a cancel redis-py turned into an error ends it too
             await self._has_mail.wait()
             self._has_mail.clear()
             while self._outbox:
@@ -227,17 +227,21 @@ class RedisEventRelay:
         """Connect once a session is observed here; after a failure wait (doubling up to
         `retry_max`, jittered so a fleet does not reconnect in step) and connect again."""
         delay = self.retry_min
-        while True:
+        while not self._closed:
             while not self._watched:
                 await self._changed.wait()
                 self._changed.clear()
             try:
                 await self._listen()
             except UNREACHABLE as err:
+                if self._closed:
+                    return  # a cancel redis-py turned into a ConnectionError (redis-py#2717)
                 self.health.lost("listening for live events", err)
             except Exception:
                 log.exception("the live-event listener failed unexpectedly; restarting it")
             self._confirmed.clear()
+            if self._closed:
+                return
             if self.health.healthy:
                 delay = self.retry_min
             await asyncio.sleep(delay * random.uniform(0.5, 1.0))
@@ -253,7 +257,7 @@ class RedisEventRelay:
             await connect()
             self._changed.set()  # subscribe to everything watched, on this new connection
             subscribing = asyncio.create_task(self._subscribe(pubsub))
-            while True:
+            while not self._closed:
                 if subscribing.done():
                     await subscribing  # raises what stopped it
                 message = await pubsub.get_message(timeout=1.0)

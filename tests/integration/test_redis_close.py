@@ -1,14 +1,18 @@
-"""Closing the Redis components ends, whatever redis-py's own close does: its `PubSub.aclose`
-can wait for ever on a socket whose server died or restarted (redis/redis-py#3941), which once
-hung a worker's shutdown for the test's whole 120 s. Here that close is made to hang for good,
-against the real Redis: the dispatcher's `close()` still returns and its `serve()` ends."""
+"""Closing the Redis components ends, whatever redis-py does: its `PubSub.aclose` can wait for
+ever on a socket whose server died or restarted (redis/redis-py#3941), and a cancel that lands
+inside a command can come out as a `ConnectionError` (redis/redis-py#2717), which a loop that
+restarts after connection errors took for an outage; either once hung a worker's shutdown for a
+test's whole 120 s. Here each is made to happen for sure, against the real Redis: the
+dispatcher's `close()` still returns and its `serve()` ends."""
 
 from __future__ import annotations
 
 import asyncio
 
 import pytest
+from redis.asyncio import Redis
 from redis.asyncio.client import PubSub
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from agent import Agent, Runtime, ScriptedModel
 from storage import MemoryStore
@@ -27,6 +31,29 @@ async def test_a_close_that_redis_py_never_finishes_still_ends_serve(
         await asyncio.Event().wait()  # what a `wait_closed()` that never returns looks like
 
     monkeypatch.setattr(PubSub, "aclose", never_closes)
+    await _serve_then_close(redis_url, redis_prefix)
+    assert hung, "the subscription's close was reached"
+
+
+async def test_a_cancel_that_redis_py_turns_into_a_connection_error_still_ends_serve(
+    redis_url: str, redis_prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    swallowed: list[str] = []
+    read = Redis.xreadgroup
+
+    async def cancel_becomes_error(self: Redis, *args: object, **kwargs: object) -> object:
+        try:
+            return await read(self, *args, **kwargs)  # type: ignore[arg-type]
+        except asyncio.CancelledError:
+            swallowed.append("xreadgroup")
+            raise RedisConnectionError("Connection closed by server.") from None
+
+    monkeypatch.setattr(Redis, "xreadgroup", cancel_becomes_error)
+    await _serve_then_close(redis_url, redis_prefix)
+    assert swallowed, "the cancel landed inside a read"
+
+
+async def _serve_then_close(redis_url: str, redis_prefix: str) -> None:
     dispatcher = RedisDispatcher(
         redis_url,
         stream=f"{redis_prefix}:turns",
@@ -38,10 +65,9 @@ async def test_a_close_that_redis_py_never_finishes_still_ends_serve(
     try:
         async with asyncio.timeout(60):
             await dispatcher.wait_ready()
-        async with asyncio.timeout(60):  # far past its bound (2 s), far short of for ever
+        async with asyncio.timeout(60):  # far past the bounds (seconds), short of for ever
             await dispatcher.close()
             await serving
-        assert hung, "the subscription's close was reached"
     finally:
         serving.cancel()
         await runtime.close()
