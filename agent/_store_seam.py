@@ -12,6 +12,7 @@ from typing import Protocol
 from agent._ledger_seam import Ledgers, Retention
 from agent._queue_seam import Approvals, TurnQueue
 from agent._step_seam import StepLog, StoreHandle
+from agent._vote_seam import VoteRecord, Votes
 
 __all__ = [
     "Approvals",
@@ -21,10 +22,12 @@ __all__ = [
     "StepLog",
     "StoreHandle",
     "TurnQueue",
+    "VoteRecord",
+    "Votes",
 ]
 
 
-class SessionStore(TurnQueue, StepLog, Approvals, Ledgers, Retention, Protocol):
+class SessionStore(TurnQueue, StepLog, Approvals, Votes, Ledgers, Retention, Protocol):
     """Every role of the store in one: what a store implements and the engine holds."""
 
     async def close(self) -> None:

@@ -1,7 +1,7 @@
 """What a store, a model adapter, a sink or a dispatcher author needs: the engine's seams.
 
 The engine stands on three: everything it persists goes through `SessionStore` (composed of
-one Protocol per role: `TurnQueue`, `StepLog`, `Approvals`, `Ledgers`, `Retention`), everything it
+one Protocol per role: `TurnQueue`, `StepLog`, `Approvals`, `Votes`, `Ledgers`, `Retention`), everything it
 shows live through `EventSink`, every model call through `Model`. Between processes it can also
 use a `Dispatcher` (who runs which turn, now) and an `EventRelay` (live events from elsewhere).
 
@@ -95,6 +95,8 @@ from agent._store_seam import (
     StepLog,
     StoreHandle,
     TurnQueue,
+    VoteRecord,
+    Votes,
 )
 from agent._turn_input import TurnInput
 
@@ -159,6 +161,8 @@ __all__ = [
     "TurnRecord",
     "TurnStatus",
     "Usage",
+    "VoteRecord",
+    "Votes",
     "answerers_from_json",
     "answerers_to_json",
     "event_from_json",
