@@ -43,6 +43,7 @@ from agent._errors import (
 from agent._events import (
     ActionCompleted,
     ActionRequested,
+    ApprovalVoted,
     ConfirmationRequested,
     ConfirmationResolved,
     InputRequested,
@@ -56,12 +57,13 @@ from agent._events import (
     TurnFailed,
     TurnStarted,
 )
-from agent._hitl_answerers import Answerer, PolicyAnswerer, UserAnswerer
+from agent._hitl_answerers import Answerer, PolicyAnswerer, Quorum, QuorumAnswerer, UserAnswerer
 from agent._hitl_answering import grant_answer
 from agent._hitl_capability_confirmation import NeedsConfirmation
 from agent._hitl_checks import AnswerRequest, Grant, Principal, ResumeRequest
 from agent._hitl_confirm import confirmation_digest, grant_confirmation
-from agent._hitl_inbox import PendingApproval, RecentTurn
+from agent._hitl_inbox import PendingApproval, RecentTurn, request_tally
+from agent._hitl_quorum import Tally
 from agent._hitl_requests import ConfirmationRequest, InputRequest
 from agent._loader import load_agent
 from agent._messages import (
@@ -118,6 +120,7 @@ __all__ = [
     "Answerer",
     "AnthropicModel",
     "AnthropicSettings",
+    "ApprovalVoted",
     "AssemblyError",
     "AssistantMessage",
     "CancelReason",
@@ -153,6 +156,8 @@ __all__ = [
     "PolicyAnswerer",
     "Principal",
     "ProgressUpdated",
+    "Quorum",
+    "QuorumAnswerer",
     "ReceiptRecord",
     "ReceiptStatus",
     "RecentTurn",
@@ -180,6 +185,7 @@ __all__ = [
     "SuggestedPrompt",
     "SurfacePolicy",
     "SurfaceSettings",
+    "Tally",
     "TextBlock",
     "ThinkingBlock",
     "Tool",
@@ -210,6 +216,7 @@ __all__ = [
     "grant_confirmation",
     "load_agent",
     "password_in_url",
+    "request_tally",
     "resolve_receipt",
     "tool",
 ]

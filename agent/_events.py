@@ -111,6 +111,9 @@ class InputResolved(_Event):
     outcome: Literal["answered", "expired", "cancelled"]
     by: str | None = None
     reason: str | None = Field(default=None, exclude_if=_unless_none)
+    approved_by: list[str] | None = Field(default=None, exclude_if=_unless_none)
+    """For a request that needed several approvals (`Quorum`): who approved, in vote order
+    (`by` is the voter who decided it). Left out otherwise."""
 
 
 class ConfirmationRequested(_Event):
@@ -129,6 +132,8 @@ class ConfirmationResolved(_Event):
     by: str | None = None
     outcome: Literal["accepted", "denied", "expired"]
     reason: str | None = Field(default=None, exclude_if=_unless_none)
+    approved_by: list[str] | None = Field(default=None, exclude_if=_unless_none)
+    """As for `InputResolved`: a quorum's approvers, in vote order."""
 
     @model_validator(mode="before")
     @classmethod
@@ -136,6 +141,20 @@ class ConfirmationResolved(_Event):
         if isinstance(data, dict) and data.get("outcome") is None:
             return {**data, "outcome": "accepted" if data.get("accepted") else "denied"}
         return data
+
+
+class ApprovalVoted(_Event):
+    """One person's vote on a request that needs several (`Quorum`), logged with the vote; the
+    request is still waiting (its `input.resolved` / `confirmation.resolved` follows once the
+    votes decide it). `kind`: `input` (a park; `request_id` is the input id) or `confirmation`
+    (`request_id` is the confirmation id)."""
+
+    type: Literal["approval.voted"] = "approval.voted"
+    kind: Literal["input", "confirmation"]
+    request_id: str
+    by: str
+    approve: bool
+    reason: str | None = Field(default=None, exclude_if=_unless_none)
 
 
 class TurnCompleted(_Event):
@@ -172,6 +191,7 @@ TurnEvent = Annotated[
     | InputResolved
     | ConfirmationRequested
     | ConfirmationResolved
+    | ApprovalVoted
     | TurnCompleted
     | TurnFailed
     | TurnCancelled,

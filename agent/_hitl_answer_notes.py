@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agent._errors import ResumeValidationError
@@ -109,6 +109,7 @@ def confirmation_follow_up(
     by: str | None,
     reason: str | None,
     workspace: Mapping[str, str],
+    approved_by: Sequence[str] | None = None,
 ) -> TurnInput:
     """The input of the turn that acts on an answer to a proposed write (or on its expiry).
 
@@ -131,7 +132,14 @@ def confirmation_follow_up(
         )
     else:
         verb = "approved" if accepted else "denied"
-        text = f"{by or 'The operator'} {verb} the proposed call {call}"
+        who = by or "The operator"
+        if accepted and approved_by:
+            who = " and ".join(approved_by)
+        text = f"{who} {verb} the proposed call {call}"
+        if approved_by and not accepted:
+            text += f" (approved by {' and '.join(approved_by)} before)"
+        elif approved_by:
+            text += f" ({len(approved_by)} approvals, as it required)"
         if record.details is not None:
             text += f" with the details {json.dumps(record.details, sort_keys=True)}"
         text += "."

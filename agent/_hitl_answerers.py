@@ -28,6 +28,7 @@ from pydantic import (
     Tag,
     TypeAdapter,
     model_serializer,
+    model_validator,
 )
 
 
@@ -60,11 +61,82 @@ class PolicyAnswerer(_Frozen):
         return data
 
 
+class QuorumAnswerer(_Frozen):
+    """Several people must approve: `quorum` approvals from different people resolve the
+    request; a Deny resolves it at once (`deny="first"`, the default) or only once a majority of
+    those who may answer denied (`deny="majority"`; see `agent._hitl_quorum`). Who may vote is
+    `users` (by verified id, as `UserAnswerer`) or whoever `authorize_answer` admits for `policy`
+    (and `scope`), asked per person, as `PolicyAnswerer`. Each vote is stored as it is cast.
+
+    Stored as `{"quorum": n, "users": [...]}` or `{"quorum": n, "policy": p, "scope": s}`, with
+    `"deny": "majority"` only when asked, so the digest of a request does not depend on
+    defaults. Build one with `Quorum(2, users=[...])`."""
+
+    kind: Literal["quorum"] = Field(default="quorum", exclude=True)
+    quorum: int = Field(ge=1)
+    users: tuple[str, ...] | None = None
+    policy: str | None = None
+    scope: str | None = None
+    deny: Literal["first", "majority"] = "first"
+
+    @model_validator(mode="after")
+    def _one_source(self) -> QuorumAnswerer:
+        if (self.users is None) == (self.policy is None):
+            raise ValueError("a quorum names either `users` or a `policy`, not both or neither")
+        if self.users is not None:
+            if any(not user for user in self.users):
+                raise ValueError("quorum users must be non-empty ids")
+            if len(set(self.users)) != len(self.users):
+                raise ValueError("quorum users must be different people")
+            if self.quorum > len(self.users):
+                raise ValueError(
+                    f"a quorum of {self.quorum} cannot be reached by {len(self.users)} users"
+                )
+        if self.scope is not None and self.policy is None:
+            raise ValueError("a scope needs a policy")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _as_stored(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for key in ("users", "policy"):
+            if data.get(key) is None:
+                data.pop(key, None)
+        if "scope" not in self.model_fields_set or self.policy is None:
+            data.pop("scope", None)
+        if self.deny == "first":
+            data.pop("deny", None)
+        return data
+
+
+def Quorum(
+    need: int,
+    *,
+    users: list[str] | tuple[str, ...] | None = None,
+    policy: str | None = None,
+    scope: str | None = None,
+    deny: Literal["first", "majority"] = "first",
+) -> QuorumAnswerer:
+    """`need` approvals from different people among `users`, or among whoever the agent's
+    `authorize_answer` admits for `policy` (and `scope`)."""
+    fields: dict[str, Any] = {"quorum": need, "deny": deny}
+    if users is not None:
+        fields["users"] = tuple(users)
+    if policy is not None:
+        fields["policy"] = policy
+    if scope is not None:
+        fields["scope"] = scope
+    return QuorumAnswerer.model_validate(fields)
+
+
 def _kind(value: Any) -> str | None:
-    """The tag of a stored answerer (its keys) or of a typed one (its `kind`)."""
+    """The tag of a stored answerer (its keys) or of a typed one (its `kind`). A quorum's keys
+    may include `policy`, so `quorum` is looked for first."""
     if isinstance(value, Mapping):
         if "kind" in value:
             return str(value["kind"])
+        if "quorum" in value:
+            return "quorum"
         if "user" in value:
             return "user"
         if "policy" in value:
@@ -75,12 +147,14 @@ def _kind(value: Any) -> str | None:
 
 
 Answerer: TypeAlias = Annotated[
-    Annotated[UserAnswerer, Tag("user")] | Annotated[PolicyAnswerer, Tag("policy")],
+    Annotated[UserAnswerer, Tag("user")]
+    | Annotated[PolicyAnswerer, Tag("policy")]
+    | Annotated[QuorumAnswerer, Tag("quorum")],
     Discriminator(_kind),
 ]
 """Who may answer; `None` where an `Answerer | None` is expected means no restriction."""
 
-AnswererInput: TypeAlias = UserAnswerer | PolicyAnswerer | Mapping[str, str | None]
+AnswererInput: TypeAlias = UserAnswerer | PolicyAnswerer | QuorumAnswerer | Mapping[str, Any]
 """What a host may pass where answerers are declared: a typed answerer or the stored dict
 shape (`{"user": id}`, `{"policy": p, "scope": s}`), normalised into an `Answerer`."""
 

@@ -26,6 +26,7 @@ from agent._hitl_answerers import (
     Answerer,
     AnswererInput,
     PolicyAnswerer,
+    QuorumAnswerer,
     UserAnswerer,
     answerers_json,
     parse_answerer,
@@ -184,8 +185,9 @@ def answerers_of(answerers: AnswererInput | None) -> Answerer | None:
         where = ".".join(str(part) for part in first["loc"][1:])
         reason = f"{where}: {first['msg']}" if where else first["msg"]
         raise ToolError(
-            "answerers must be {'user': id} (a non-empty string) or {'policy': p, 'scope': s} "
-            f"(scope optional), or a UserAnswerer / PolicyAnswerer; got {answerers!r} ({reason})"
+            "answerers must be {'user': id} (a non-empty string), {'policy': p, 'scope': s} "
+            "(scope optional) or {'quorum': n, 'users': [...]} / {'quorum': n, 'policy': p}, "
+            f"or a UserAnswerer / PolicyAnswerer / Quorum; got {answerers!r} ({reason})"
         ) from None
 
 
@@ -222,6 +224,15 @@ def authorize(
             return
         case PolicyAnswerer(policy=policy, scope=scope):
             _check_grant(policy, scope, by=by, granted=granted, digest=digest)
+        case QuorumAnswerer(users=users, policy=policy, scope=scope):
+            # One person counts once, so a vote needs the voter named, whoever admits them.
+            if by is None:
+                raise ResumeAuthorizationError("a vote needs the voter's id")
+            if users is not None:
+                if by not in users:
+                    raise ResumeAuthorizationError("only the people it asks can answer it")
+                return
+            _check_grant(str(policy), scope, by=by, granted=granted, digest=digest)
         case _:
             assert_never(answerers)
 
@@ -254,20 +265,31 @@ async def issue_grant(
     same answer can be retried); None means the hook said no or no grant applies."""
     if authorize_answer is None:
         return None
+    admitted = _policy_of(answerers)
+    if admitted is None:
+        return None  # nobody's grant can answer for a user: the hook is not asked
+    policy, scope = admitted
+    asked = AnswerRequest(
+        policy=policy,
+        scope=scope,
+        by=by,
+        principal=principal.copy() if principal is not None else Principal(),
+    )
+    allowed = await authorize_answer(asked)
+    if allowed is not True:
+        return None
+    return Grant(policy=policy, scope=scope, by=by, digest=digest)
+
+
+def _policy_of(answerers: Answerer | None) -> tuple[str, str | None] | None:
+    """The policy (and scope) the hook decides for these answerers; None where no hook does."""
     match answerers:
         case None | UserAnswerer():
-            return None  # nobody's grant can answer for a user: the hook is not asked
+            return None
         case PolicyAnswerer(policy=policy, scope=scope):
-            asked = AnswerRequest(
-                policy=policy,
-                scope=scope,
-                by=by,
-                principal=principal.copy() if principal is not None else Principal(),
-            )
-            allowed = await authorize_answer(asked)
-            if allowed is not True:
-                return None
-            return Grant(policy=policy, scope=scope, by=by, digest=digest)
+            return policy, scope
+        case QuorumAnswerer(policy=policy, scope=scope):
+            return None if policy is None else (policy, scope)
         case _:
             assert_never(answerers)
 

@@ -18,6 +18,7 @@ from typing import Any
 from agent._errors import ResumeConflictError
 from agent._events import ConfirmationResolved
 from agent._hitl_answer_notes import clean_reason, confirmation_follow_up
+from agent._hitl_answerers import QuorumAnswerer
 from agent._hitl_answering import ALREADY_ANSWERED, ANOTHER_WAITS, CHANGED, EXPIRED, refuse_expired
 from agent._hitl_checks import (
     AuthorizeAnswer,
@@ -30,9 +31,17 @@ from agent._hitl_checks import (
     request_digest,
     workspace_of,
 )
+from agent._hitl_quorum import Ballot, Tally, VoteTarget, tally
 from agent._hitl_requests import ConfirmationRequest
 from agent._session_host import SessionHandle
-from agent.seams import ConfirmationRecord, ConfirmationStatus, Ledgers, StoreHandle, TurnQueue
+from agent.seams import (
+    ConfirmationRecord,
+    ConfirmationStatus,
+    Ledgers,
+    StoreHandle,
+    TimerKind,
+    TurnQueue,
+)
 
 NO_SUCH = "no such request is waiting in this conversation"
 
@@ -141,10 +150,20 @@ async def answer_confirmation(
     by = answering_user(by, principal)
     authorize(record.answerers, by=by, granted=granted, digest=confirmation_digest(record))
     said = clean_reason(reason, runtime.redact)
-    status = ConfirmationStatus.ACCEPTED if accepted else ConfirmationStatus.DENIED
     follow_up = f"confirm:{confirmation_id}"
+    decided: Tally | None = None
+    if isinstance(record.answerers, QuorumAnswerer):
+        assert by is not None  # `authorize` refuses a vote without its voter
+        decided = await _vote(
+            session, record, record.answerers, Ballot(approve=accepted, voter=by, reason=said)
+        )
+        if decided.outcome is None:
+            return follow_up  # queued once the votes decide
+        accepted = decided.outcome == "approved"
+    status = ConfirmationStatus.ACCEPTED if accepted else ConfirmationStatus.DENIED
+    approved_by = list(decided.approved_by) if decided is not None else None
     turn_input = confirmation_follow_up(
-        record, status=status, by=by, reason=said, workspace=workspace
+        record, status=status, by=by, reason=said, workspace=workspace, approved_by=approved_by
     )
     resolved = ConfirmationResolved(
         session=session.key,
@@ -154,6 +173,7 @@ async def answer_confirmation(
         by=by,
         outcome="accepted" if accepted else "denied",
         reason=said,
+        approved_by=approved_by,
     )
     try:
         _, events = await store.resolve_confirmation(
@@ -173,8 +193,33 @@ async def answer_confirmation(
         now = await store.get_confirmation(session.key, confirmation_id)
         if now is None or now.status == ConfirmationStatus.PENDING:
             raise
+        if decided is not None and now.status == status:
+            return follow_up  # a racing deciding vote resolved it: the outcome stands
         raise ResumeConflictError(_settled(now)) from None
     for event in events:
         await runtime.hub.emit(event)
     runtime.kick(session.key)
     return follow_up
+
+
+async def _vote(
+    session: SessionHandle, record: ConfirmationRecord, quorum: QuorumAnswerer, ballot: Ballot
+) -> Tally:
+    """Cast a vote on a proposal that needs several approvals; the tally after it."""
+    runtime = session.runtime
+    where = VoteTarget(
+        kind=TimerKind.CONFIRMATION, turn_id=record.turn_id, request_id=record.confirmation_id
+    )
+    try:
+        votes, events = await runtime.store.cast_vote(
+            ballot.record(session.key, where, runtime.clock()),
+            events=[ballot.event(session.key, where)],
+        )
+    except ResumeConflictError:
+        now = await runtime.store.get_confirmation(session.key, record.confirmation_id)
+        if now is None or now.status == ConfirmationStatus.PENDING:
+            raise
+        raise ResumeConflictError(_settled(now)) from None
+    for event in events:
+        await runtime.hub.emit(event)
+    return tally(quorum, votes, counted=bool(events))

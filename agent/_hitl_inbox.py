@@ -19,13 +19,14 @@ from typing import Literal, Protocol, assert_never
 
 from agent._agent_def import Agent
 from agent._errors import ResumeAuthorizationError
-from agent._hitl_answerers import Answerer, PolicyAnswerer, UserAnswerer
+from agent._hitl_answerers import Answerer, PolicyAnswerer, QuorumAnswerer, UserAnswerer
 from agent._hitl_answering import parked_workspace
 from agent._hitl_checks import Principal, check_workspace, issue_grant, workspace_of
 from agent._hitl_confirm import confirmation_digest
+from agent._hitl_quorum import Tally, tally
 from agent._hitl_requests import parked_requests
 from agent._turn_input import TurnInput, speaker_key
-from agent.seams import SessionStore, TurnStatus
+from agent.seams import SessionStore, TimerKind, TurnStatus
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,6 +55,12 @@ class PendingApproval:
     (host code answers; no person is named)."""
     workspace: dict[str, str] = field(default_factory=dict)
     """The workspace (`team`, `enterprise`) an answer must come from; empty if none was saved."""
+    tally: Tally | None = None
+    """For a request that needs several approvals (`Quorum`): the votes so far."""
+
+    def voted(self, user: str | None) -> bool:
+        """Has `user` voted on it already (a quorum request; one person counts once)?"""
+        return self.tally is not None and user in (*self.tally.approved_by, *self.tally.denied_by)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,6 +107,14 @@ async def pending_approvals(store: SessionStore) -> list[PendingApproval]:
                     expires_at=request.expires_at,
                     answerers=request.answerers,
                     workspace=parked_workspace(record.pending),
+                    tally=await _tally(
+                        store,
+                        request.answerers,
+                        record.key,
+                        TimerKind.INPUT,
+                        request.turn_id,
+                        request.id,
+                    ),
                 )
             )
     for proposal in await store.pending_confirmations():
@@ -119,22 +134,66 @@ async def pending_approvals(store: SessionStore) -> list[PendingApproval]:
                 expires_at=proposal.expires_at,
                 answerers=proposal.answerers,
                 workspace=workspace_of(turn_input),
+                tally=await _tally(
+                    store,
+                    proposal.answerers,
+                    proposal.session,
+                    TimerKind.CONFIRMATION,
+                    proposal.turn_id,
+                    proposal.confirmation_id,
+                ),
             )
         )
     found.sort(key=lambda pending: pending.created_at or 0.0, reverse=True)
     return found
 
 
+async def _tally(
+    store: SessionStore,
+    answerers: Answerer | None,
+    session: str,
+    kind: TimerKind,
+    turn_id: str,
+    request_id: str,
+) -> Tally | None:
+    if not isinstance(answerers, QuorumAnswerer):
+        return None
+    return tally(answerers, await store.list_votes(session, kind, turn_id, request_id))
+
+
+async def request_tally(
+    store: SessionStore, key: str, kind: Literal["input", "confirm"], turn_id: str, request_id: str
+) -> Tally | None:
+    """The votes on one request that needs several approvals (`Quorum`); None for any other.
+    A proposed write's stay readable once it is answered (its row keeps its answerers); a
+    park's only while it waits (its `input.resolved` event says who approved)."""
+    if kind == "confirm":
+        proposal = await store.get_confirmation(key, request_id)
+        if proposal is None or proposal.turn_id != turn_id:
+            return None
+        return await _tally(
+            store, proposal.answerers, key, TimerKind.CONFIRMATION, turn_id, request_id
+        )
+    record = await store.get_session(key)
+    waiting = parked_requests(record.pending) if record is not None else []
+    request = next((r for r in waiting if (r.turn_id, r.id) == (turn_id, request_id)), None)
+    if request is None:
+        return None
+    return await _tally(store, request.answerers, key, TimerKind.INPUT, turn_id, request_id)
+
+
 async def answerable(host: InboxHost, principal: Principal) -> list[PendingApproval]:
     """Every pending request `principal` may answer, newest first; `[]` if none (or if the
     principal names no user). A failing `authorize_answer` propagates, as it does for a click:
     an inbox that hid what a broken hook should decide would be wrong either way."""
-    if not principal.get("user"):
+    user = principal.get("user")
+    if not user:
         return []
     return [
         pending
         for pending in await pending_approvals(host.store)
-        if await _may_answer(
+        if not pending.voted(user)
+        and await _may_answer(
             host,
             pending.session,
             pending.answerers,
@@ -162,7 +221,9 @@ async def _may_answer(
             return False
         case UserAnswerer(user=user):
             return bool(workspace) and principal.get("user") == user
-        case PolicyAnswerer():
+        case QuorumAnswerer(users=tuple() as users):
+            return bool(workspace) and principal.get("user") in users
+        case PolicyAnswerer() | QuorumAnswerer():
             agent = host.agent_for(session)
             if agent is None or agent.authorize_answer is None:
                 return False

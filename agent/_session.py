@@ -11,35 +11,24 @@ from agent import _effects as effects
 from agent._agent_def import Agent
 from agent._errors import (
     AgentError,
-    ResumeConflictError,
     ToolError,
     TurnInterruptedError,
     TurnNotFoundError,
 )
 from agent._events import InputResolved, TurnEvent
-from agent._hitl_answer_notes import answered_note, clean_reason, note_step_id
 from agent._hitl_answerers import AnswererInput
-from agent._hitl_answering import (
-    ALREADY_ANSWERED,
-    EXPIRED,
-    STOPPED,
-    gone_reason,
-    parked_workspace,
-    waiting_request,
-)
 from agent._hitl_checks import (
     WORKSPACE_KEYS,
     Grant,
     Principal,
-    answer_step_id,
     answerers_of,
     answering_user,
-    authorize,
-    check_workspace,
-    validate_answer,
 )
 from agent._hitl_confirm import answer_confirmation
-from agent._hitl_requests import InputRequest, parked_requests, without_request
+from agent._hitl_inbox import request_tally
+from agent._hitl_quorum import Tally
+from agent._hitl_requests import InputRequest, parked_requests
+from agent._hitl_resume import answer_input
 from agent._messages import JsonData, JsonValue, Message
 from agent._observe import observe_replayed
 from agent._session_host import SessionRuntime
@@ -60,11 +49,6 @@ from agent.seams import (
     TurnRecord,
     TurnStatus,
 )
-
-_SIBLING_RACES = 3
-"""How often `resume` checks again after losing the store's race to an answer to another request
-of the same park (a refusal that says nothing about this request): more than a park has
-requests answered at the same instant, in practice."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -305,7 +289,7 @@ class AgentSession:
         digest: str | None = None,
         reason: str | None = None,
         alongside: Callable[[StoreHandle], None] | None = None,
-    ) -> None:
+    ) -> Tally | None:
         """Answer one request the turn is parked on; the turn replays once none still waits
         (the calls of one batch that each asked park together, and each is answered on its own,
         in any order, by its own answerers: an answer binds to `input_id` alone).
@@ -330,50 +314,26 @@ class AgentSession:
         `ResumeValidationError`. `alongside`: the host's write committed with the answer (see
         `start`), e.g. waking whatever shows the turn, so the resumed turn can never be left
         unseen.
+
+        A request whose answerers are a `Quorum` takes votes: `value` is True (approve) or False
+        (deny), and `by` (or the principal's user) is the voter, counted once. The vote is
+        stored; the request is answered (with True or False, and who approved told to the
+        model) only when the votes decide it (`agent._hitl_quorum`). Returns the `Tally` after
+        this vote for such a request (`counted` False: the voter had voted already, their first
+        vote stands), None for any other.
         """
-        for attempt in range(_SIBLING_RACES + 1):
-            session, request = await waiting_request(
-                self._store, self.key, turn_id, input_id, digest=digest, now=self.runtime.clock()
-            )
-            check_workspace(parked_workspace(session.pending), principal)
-            by = answering_user(by, principal)
-            authorize(request.answerers, by=by, granted=granted, digest=request.digest)
-            validate_answer(value, request.json_schema)
-            said = clean_reason(reason, self.runtime.redact)
-            notes = {note_step_id(turn_id, input_id): answered_note(by, said)} if said else None
-            resolved = InputResolved(
-                session=self.key,
-                turn_id=turn_id,
-                input_id=input_id,
-                outcome="answered",
-                by=by,
-                reason=said,
-            )
-            try:
-                events = await self._store.resume_turn(
-                    self.key,
-                    turn_id,
-                    expected_pending=session.pending,
-                    answer_step=answer_step_id(turn_id, input_id),
-                    answer=value,
-                    notes=notes,
-                    events=[resolved],
-                    alongside=alongside,
-                    still_pending=without_request(session.pending, request),
-                    request_id=request.id,
-                )
-                break
-            except ResumeConflictError as conflict:
-                # Another answer won under the store's lock: to this request (say so), or to a
-                # sibling waiting in the same park (this one still waits: check again, retry).
-                why = await gone_reason(self._store, self.key, turn_id, input_id)
-                if why in (ALREADY_ANSWERED, EXPIRED, STOPPED):
-                    raise ResumeConflictError(why) from None
-                if attempt == _SIBLING_RACES:
-                    raise conflict from None
-        for event in events:
-            await self.runtime.hub.emit(event)
-        self.runtime.kick(self.key)
+        return await answer_input(
+            self,
+            turn_id,
+            input_id,
+            value,
+            by=by,
+            principal=principal,
+            granted=granted,
+            digest=digest,
+            reason=reason,
+            alongside=alongside,
+        )
 
     async def confirm(
         self,
@@ -403,6 +363,10 @@ class AgentSession:
         turn that proposed the write and `confirmation_digest` of the proposal; an answer that
         names another turn or carries another digest is a `ResumeConflictError` and nothing is
         written. Leaving them out names the proposal by its id alone (`agent._hitl_confirm`).
+
+        A proposal whose answerers are a `Quorum` takes votes, as `resume` does: the vote is
+        stored, and the acting turn (whose id is returned either way) is queued only once the
+        votes decide; `tally` tells where it stands.
         """
         return await answer_confirmation(
             self,
@@ -416,6 +380,14 @@ class AgentSession:
             turn_id=turn_id,
             digest=digest,
         )
+
+    async def tally(
+        self, kind: Literal["input", "confirm"], turn_id: str, request_id: str
+    ) -> Tally | None:
+        """The votes so far on a request that needs several approvals (`Quorum`): a park's
+        input (`kind="input"`, while it waits) or a proposed write (`"confirm"`, `request_id`
+        its confirmation id, also once answered); None for any other request."""
+        return await request_tally(self._store, self.key, kind, turn_id, request_id)
 
     # reading ------------------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import assert_never
 
 from agent._errors import ResumeAuthorizationError, StopAuthorizationError
-from agent._hitl_answerers import Answerer, PolicyAnswerer, UserAnswerer
+from agent._hitl_answerers import Answerer, PolicyAnswerer, QuorumAnswerer, UserAnswerer
 from agent._hitl_answering import parked_workspace
 from agent._hitl_checks import AnswerRequest, Principal, check_workspace, issue_grant, workspace_of
 from agent._hitl_requests import InputRequest, parked_requests
@@ -153,7 +153,9 @@ async def _may_answer(
             return False  # host code answers; no person is named
         case UserAnswerer(user=user):
             return by is not None and by == user
-        case PolicyAnswerer():
+        case QuorumAnswerer(users=tuple() as users):
+            return by is not None and by in users
+        case PolicyAnswerer() | QuorumAnswerer():
             granted = await issue_grant(
                 answerers,
                 by=by,

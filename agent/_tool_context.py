@@ -13,7 +13,7 @@ from agent._effects import Effect, EffectCoordinator, EffectFn, ReconcileFn
 from agent._errors import RequestExpiredError, ToolError
 from agent._facts import FactsView
 from agent._hitl_answer_notes import check_expiry, expired_text, note_step_id, reason_text
-from agent._hitl_answerers import AnswererInput
+from agent._hitl_answerers import AnswererInput, QuorumAnswerer
 from agent._hitl_capability_confirmation import Consent, NeedsConfirmation
 from agent._hitl_checks import (
     answer_step_id,
@@ -21,6 +21,7 @@ from agent._hitl_checks import (
     default_answerers,
     request_digest,
 )
+from agent._hitl_quorum import quorum_text
 from agent._hitl_requests import InputRequest
 from agent._messages import JsonValue
 from agent._signals import CancellationSignal, ParkTurn
@@ -152,7 +153,9 @@ class ToolContext:
                 text = expired_text(id, note)
                 self.notes.append(f"{text[0].upper()}{text[1:]}.")
                 raise RequestExpiredError(text, input_id=id, note=self.notes[-1])
-            if note is not None and note.get("reason"):
+            if note is not None and "approved_by" in note:
+                self.notes.append(quorum_text(id, note))
+            elif note is not None and note.get("reason"):
                 self.notes.append(reason_text(id, note))
             return self.answers[step]
         try:
@@ -171,6 +174,11 @@ class ToolContext:
             )
         )
         schema_json = dict(schema) if schema is not None else None
+        if isinstance(chosen, QuorumAnswerer) and schema_json not in (None, {"type": "boolean"}):
+            raise ToolError(
+                "request_input: a request that needs several approvals (Quorum) is a yes or a "
+                "no; ask it without a schema (or with {'type': 'boolean'})"
+            )
         raise ParkTurn(
             InputRequest(
                 id=id,

@@ -219,8 +219,9 @@ class SlackBot:
         """A request ended in this process without anyone from Slack (an expiry timer this
         process's sweep or clock applied, an answer from host code): wake the thread's renderer,
         durably, so the request is shown settled and the turn it resumes is shown at all.
-        (A click wakes it with the answer, in the answer's own transaction.)"""
-        if event.type in ("input.resolved", "confirmation.resolved"):
+        (A click wakes it with the answer, in the answer's own transaction.) A vote on a request
+        that needs several wakes it too: the request's message shows the progress."""
+        if event.type in ("input.resolved", "confirmation.resolved", "approval.voted"):
             task = asyncio.create_task(self._wake(event.session))
             self._waking.add(task)
             task.add_done_callback(self._waking.discard)

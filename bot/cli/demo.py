@@ -155,6 +155,7 @@ def _show(event: TurnEvent) -> None:
             | "input.resolved"
             | "confirmation.requested"
             | "confirmation.resolved"
+            | "approval.voted"
             | "turn.completed"
             | "turn.failed"
             | "turn.cancelled"

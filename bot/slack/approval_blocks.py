@@ -22,7 +22,14 @@ from slack_sdk.models.blocks import (
     MarkdownTextObject,
 )
 
-from agent import Answerer, ConfirmationRequest, PolicyAnswerer, UserAnswerer
+from agent import (
+    Answerer,
+    ConfirmationRequest,
+    PolicyAnswerer,
+    QuorumAnswerer,
+    Tally,
+    UserAnswerer,
+)
 from bot.slack.stop_reasons import stopper
 from storage.delivery.bodies import AnswerMark, PostBody
 
@@ -76,8 +83,51 @@ def who_may_answer(answerers: Answerer | None) -> str:
                 return ANYONE
             shown = f" ({scope})" if scope else ""
             return f"Answerable by: {policy}{shown}."
+        case QuorumAnswerer(quorum=need, users=users, policy=policy, scope=scope, deny=deny):
+            if users is not None:
+                among = "from " + ", ".join(f"<@{user}>" for user in users)
+            else:
+                among = f"from {policy}" + (f" ({scope})" if scope else "")
+            declines = (
+                "a Deny from any of them declines it"
+                if deny == "first"
+                else "it is declined once most of them deny it"
+            )
+            return f"Needs {need} approvals {among}; {declines}."
         case _:
             assert_never(answerers)
+
+
+PROGRESS_BLOCK = "approval_progress"
+
+
+def progress_text(tally: Tally) -> str:
+    """ "1 of 2 approvals: approved by @alice", as the request's message shows it."""
+    said = f":ballot_box_with_check: {len(tally.approved_by)} of {tally.need} approvals"
+    if tally.approved_by:
+        said += ": approved by " + ", ".join(f"<@{user}>" for user in tally.approved_by)
+    if tally.denied_by:
+        said += "; denied by " + ", ".join(f"<@{user}>" for user in tally.denied_by)
+    return said
+
+
+def vote_counted(tally: Tally, approve: bool) -> str:
+    """What the voter alone is told of a vote that did not decide the request."""
+    if not tally.counted:
+        standing = progress_text(tally)
+        return f"You have voted on this request already; your first vote stands ({standing})."
+    return f"Your {'approval' if approve else 'Deny'} is counted: {progress_text(tally)}."
+
+
+def with_progress(blocks: list[dict[str, Any]], tally: Tally) -> list[dict[str, Any]]:
+    """The request's message with its progress line (replacing the previous one) above its
+    buttons, which stay for everyone who may still answer."""
+    line = ContextBlock(
+        block_id=PROGRESS_BLOCK, elements=[MarkdownTextObject(text=progress_text(tally))]
+    ).to_dict()
+    kept = [block for block in blocks if block.get("block_id") != PROGRESS_BLOCK]
+    at = next((i for i, b in enumerate(kept) if b.get("type") == "actions"), len(kept))
+    return [*kept[:at], line, *kept[at:]]
 
 
 def confirmation_prompt(confirmation: ConfirmationRequest) -> str:
@@ -128,9 +178,17 @@ def answered_blocks(prompt: str, verdict: str) -> list[dict[str, Any]]:
     return [block.to_dict() for block in blocks]
 
 
-def verdict_text(accepted: bool, by: str | None) -> str:
+def verdict_text(accepted: bool, by: str | None, approved_by: list[str] | None = None) -> str:
+    """Who answered; for a quorum, everyone who approved (and, for a Deny, who denied)."""
     who = f"<@{by}>" if by else "someone"
-    return f":white_check_mark: Approved by {who}" if accepted else f":no_entry: Denied by {who}"
+    if accepted and approved_by:
+        who = ", ".join(f"<@{user}>" for user in approved_by)
+    if accepted:
+        return f":white_check_mark: Approved by {who}"
+    verdict = f":no_entry: Denied by {who}"
+    if approved_by:
+        verdict += " (approved by " + ", ".join(f"<@{user}>" for user in approved_by) + ")"
+    return verdict
 
 
 NO_LONGER_PENDING = ":hourglass: This request is no longer pending."
@@ -142,7 +200,9 @@ def stopped_verdict(by: str | None) -> str:
     return f":octagonal_sign: Stopped{who}: this request is no longer pending."
 
 
-def resolution(outcome: str, by: str | None, reason: str | None = None) -> str:
+def resolution(
+    outcome: str, by: str | None, reason: str | None = None, approved_by: list[str] | None = None
+) -> str:
     """What a request's message says once it ended, from the engine's `input.resolved` /
     `confirmation.resolved` outcome."""
     match outcome:
@@ -151,7 +211,9 @@ def resolution(outcome: str, by: str | None, reason: str | None = None) -> str:
         case "cancelled":
             return stopped_verdict(by)
         case "accepted" | "denied":
-            verdict = verdict_text(outcome == "accepted", by)
+            verdict = verdict_text(outcome == "accepted", by, approved_by)
+        case _ if approved_by is not None:  # a quorum's park: its value is the outcome
+            verdict = verdict_text(by in approved_by, by, approved_by)
         case _:  # answered (a park's value is the tool's to read, not ours)
             verdict = (
                 f":white_check_mark: Answered by <@{by}>" if by else ":white_check_mark: Answered"

@@ -37,6 +37,7 @@ from agent import (
     ResumeRequest,
     Runtime,
     SessionSuspendedError,
+    Tally,
     grant_answer,
     grant_confirmation,
 )
@@ -46,6 +47,7 @@ from bot.slack.approval_blocks import (
     ApprovalRef,
     answered_blocks,
     verdict_text,
+    vote_counted,
 )
 from bot.slack.calls import SlackCallError, call
 from bot.slack.clicks import Click, answer_mark, names, posted_as, shown_in
@@ -180,8 +182,9 @@ class AnswerHandler:
         """
         session = self.runtime.session(self.agent, click.ref.session)
         failure: Exception | None = None
+        voted: Tally | None = None
         try:
-            await self._apply(session, click)
+            voted = await self._apply(session, click)
         except (ResumeError, SessionSuspendedError) as refused:
             failure = refused
         except Exception as unexpected:
@@ -190,10 +193,10 @@ class AnswerHandler:
             )
             failure = unexpected
         if ack is None:
-            await self._respond(session, click, failure)
+            await self._respond(session, click, failure, voted)
             return
         await ack()
-        task = asyncio.create_task(self._respond(session, click, failure))
+        task = asyncio.create_task(self._respond(session, click, failure, voted))
         self._showing.add(task)
         task.add_done_callback(self._showing.discard)
 
@@ -204,17 +207,17 @@ class AnswerHandler:
             await asyncio.wait(set(self._showing), timeout=grace)
 
     async def _respond(
-        self, session: AgentSession, click: Click, failure: Exception | None
+        self, session: AgentSession, click: Click, failure: Exception | None, voted: Tally | None
     ) -> None:
         try:
-            await self._outcome(session, click, failure)
+            await self._outcome(session, click, failure, voted)
         except Exception:
             log.exception(
                 "could not show an answer's outcome", extra={"session": click.ref.session}
             )
 
     async def _outcome(
-        self, session: AgentSession, click: Click, failure: Exception | None
+        self, session: AgentSession, click: Click, failure: Exception | None, voted: Tally | None
     ) -> None:
         match failure:
             case None:
@@ -235,7 +238,14 @@ class AnswerHandler:
                 await self._ephemeral(click, TRY_AGAIN)
                 return
         post = await self.delivery.get_post(click.ref.post_key)
-        verdict = verdict_text(click.accepted, click.user)
+        if voted is not None and not voted.decided:
+            # One vote of several: the clicker is told it counted; the message (the renderer
+            # shows the progress) keeps its buttons for the others.
+            await self._ephemeral(click, vote_counted(voted, click.accepted))
+            self._refresh_home(click, post)
+            return
+        approved_by = list(voted.approved_by) if voted is not None else None
+        verdict = verdict_text(click.accepted, click.user, approved_by)
         if click.reason:
             verdict += f": {click.reason}"
         await self._show(click, verdict, post)
@@ -248,10 +258,14 @@ class AnswerHandler:
                 PostUpdate(post_key=post.post_key, state="closed", ts=ts), time.time()
             )
 
-    async def _apply(self, session: AgentSession, click: Click) -> None:
+    async def _apply(self, session: AgentSession, click: Click) -> Tally | None:
         """Commit the answer with what the bot must remember of it: the thread's renderer woken
         (the resumed turn is shown, whichever process runs it) and the request's message marked
-        answered (shown as such by this click, or by the renderer if this process dies first)."""
+        answered (shown as such by this click, or by the renderer if this process dies first).
+
+        For a request that needs several approvals the click is a vote: the tally after it is
+        returned, and until the votes decide, the message is not marked answered (the renderer,
+        woken, shows the progress)."""
         ref = click.ref
         now = time.time()
         post = await self.delivery.get_post(ref.post_key)
@@ -272,12 +286,13 @@ class AnswerHandler:
             if answered is not None:
                 writes.append(self.delivery.post_change(answered, now))
             wake = _all_of(writes)
+        voted: Tally | None
         if ref.kind == "input":
             request = ResumeRequest(
                 turn_id=ref.turn_id, input_id=ref.ident, by=click.user, principal=click.principal
             )
             granted = await grant_answer(session, request)
-            await session.resume(
+            voted = await session.resume(
                 ref.turn_id,
                 ref.ident,
                 click.accepted,
@@ -299,6 +314,7 @@ class AnswerHandler:
                 turn_id=ref.turn_id,
                 digest=ref.digest,
             )
+            before = await session.tally("confirm", ref.turn_id, ref.ident)
             await session.confirm(
                 ref.ident,
                 click.accepted,
@@ -310,13 +326,20 @@ class AnswerHandler:
                 turn_id=ref.turn_id,
                 digest=ref.digest,
             )
+            voted = None
+            if before is not None:
+                after = await session.tally("confirm", ref.turn_id, ref.ident)
+                repeat = click.user in (*before.approved_by, *before.denied_by)
+                voted = replace(after or before, counted=not repeat)
         # Listening before the drain the answer queued has run: its first tokens show live.
         self.kick(ref.session)
-        if wake is None:
-            if answered is not None:
+        still_voting = voted is not None and not voted.decided
+        if wake is None or still_voting:
+            if answered is not None and not still_voting:
                 await self.delivery.update_post(answered, time.time())
             await self.delivery.mark_active(ref.session, time.time())
             self.kick(ref.session)
+        return voted
 
     async def _stale(self, session: AgentSession, click: Click) -> None:
         """Not pending: say so; show the answer if we know it, else that it expired.

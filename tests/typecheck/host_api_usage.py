@@ -27,6 +27,7 @@ from agent import (
     PendingApproval,
     PolicyAnswerer,
     Principal,
+    QuorumAnswerer,
     ReceiptRecord,
     ReceiptStatus,
     RecentTurn,
@@ -118,6 +119,8 @@ def who_answers(answerers: Answerer | None) -> str:
             return user
         case PolicyAnswerer(policy=policy, scope=scope):
             return f"{policy}/{scope}"
+        case QuorumAnswerer(quorum=need, users=users, policy=policy):
+            return f"{need} of {users or policy}"
         case _:
             assert_never(answerers)
 

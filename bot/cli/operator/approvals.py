@@ -20,7 +20,7 @@ import argparse
 import time
 from typing import Any, assert_never
 
-from agent import Answerer, PendingApproval, PolicyAnswerer, UserAnswerer
+from agent import Answerer, PendingApproval, PolicyAnswerer, QuorumAnswerer, UserAnswerer
 from bot.cli.operator.links import approval_message_ts, thread_place
 from bot.cli.operator.output import duration, iso, json_lines, one_line, table
 from bot.cli.operator.stores import Databases, acting_runtime
@@ -98,9 +98,10 @@ async def _record(
     }
 
 
-def answerers_json(answerers: Answerer | None) -> dict[str, str] | None:
-    """As the request stores them: `{"user": id}` or `{"policy": p, "scope": s}`; None: no
-    person is named (host code answers)."""
+def answerers_json(answerers: Answerer | None) -> dict[str, Any] | None:
+    """As the request stores them: `{"user": id}`, `{"policy": p, "scope": s}` or a quorum's
+    `{"quorum": n, "users": [...]}` / `{"quorum": n, "policy": p}`; None: no person is named
+    (host code answers)."""
     match answerers:
         case None:
             return None
@@ -108,16 +109,22 @@ def answerers_json(answerers: Answerer | None) -> dict[str, str] | None:
             return {"user": user}
         case PolicyAnswerer(policy=policy, scope=scope):
             return {"policy": policy} if scope is None else {"policy": policy, "scope": scope}
+        case QuorumAnswerer():
+            stored: dict[str, Any] = answerers.model_dump(mode="json")
+            return stored
         case _:
             assert_never(answerers)
 
 
-def _answerers_text(answerers: dict[str, str] | None) -> str:
+def _answerers_text(answerers: dict[str, Any] | None) -> str:
     if answerers is None:
         return "host code"
+    scope = f" ({answerers['scope']})" if answerers.get("scope") else ""
+    if "quorum" in answerers:
+        among = ",".join(answerers["users"]) if "users" in answerers else answerers["policy"]
+        return f"{answerers['quorum']} of {among}{scope}"
     if "user" in answerers:
         return f"user {answerers['user']}"
-    scope = f" ({answerers['scope']})" if "scope" in answerers else ""
     return f"policy {answerers['policy']}{scope}"
 
 

@@ -1,4 +1,5 @@
-"""Approval requests as Slack messages: posted once per request, and shown as answered.
+"""Approval requests as Slack messages: posted once per request, its votes shown as they come
+(a request that needs several approvals), and shown as answered.
 
 A request is posted with Approve / Deny buttons at most once, however often its event is
 applied (a restart re-applies the log after the saved cursor): the post's row decides, and a
@@ -14,8 +15,14 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, assert_never
 
-from agent import Answerer, PolicyAnswerer, UserAnswerer
-from bot.slack.approval_blocks import ApprovalRef, answered_message, approval_blocks
+from agent import Answerer, PolicyAnswerer, QuorumAnswerer, Tally, UserAnswerer
+from bot.slack.approval_blocks import (
+    ApprovalRef,
+    answered_message,
+    approval_blocks,
+    progress_text,
+    with_progress,
+)
 from bot.slack.calls import Refused, Uncertain
 from bot.slack.rendering.parts import Target
 from bot.slack.rendering.thread import SlackThread
@@ -34,6 +41,8 @@ def audience(answerers: Answerer | None, speaker: str | None) -> list[str] | Non
             return [speaker] if speaker else None
         case UserAnswerer(user=user):
             return [user]
+        case QuorumAnswerer(users=users):
+            return list(users) if users is not None else None
         case PolicyAnswerer():
             return None
         case _:
@@ -106,6 +115,28 @@ class ApprovalPosts:
         if post.body.answered or post.body.settled:
             return
         await self.show_answered(_settled(post, verdict))
+
+    async def progress(self, kind: str, ident: str, tally: Tally) -> None:
+        """A vote on a request that needs several: its message shows who voted so far and
+        keeps its buttons (kept in the post's blocks, so a re-post shows it too)."""
+        suffix = f"|{kind}|{ident}"
+        posts = await self.delivery.posts(self.key, kind="approval")
+        post = next((p for p in reversed(posts) if p.post_key.endswith(suffix)), None)
+        if post is None or post.body.answered or post.body.settled or not post.body.blocks:
+            return
+        body = replace(post.body, blocks=with_progress(post.body.blocks, tally))
+        await self.delivery.update_post(PostUpdate(post_key=post.post_key, body=body), time.time())
+        if post.ts is not None:
+            ts = post.ts
+            text = f"{post.body.prompt or 'Approval request'}\n{progress_text(tally)}"
+            with contextlib.suppress(Refused, Uncertain):
+                await self.slack.patient(
+                    "chat.update",
+                    lambda: self.slack.client.chat_update(
+                        channel=post.channel, ts=ts, text=text, blocks=body.blocks
+                    ),
+                )
+        self._refresh_home(post)
 
     async def settle(self, turn_id: str, verdict: str) -> None:
         """The turn's requests ended without an answer (stopped, expired): each says so and

@@ -18,7 +18,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, assert_never
+from typing import TYPE_CHECKING, Any, Literal, assert_never
 
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -29,6 +29,7 @@ from agent import (
     TurnEvent,
     TurnStatus,
     confirmation_digest,
+    request_tally,
 )
 from agent.seams import SessionStore, TurnKind, parked_requests
 from bot.slack.approval_blocks import ApprovalRef, confirmation_prompt, resolution, stopped_verdict
@@ -278,7 +279,7 @@ class SessionRenderer:
             case "input.resolved":
                 # However the park ended (a click, an expiry, a Stop, an answer from elsewhere),
                 # its request stops offering buttons; a click has said so already.
-                verdict = resolution(event.outcome, event.by, event.reason)
+                verdict = resolution(event.outcome, event.by, event.reason, event.approved_by)
                 await self.approvals.resolved("input", event.input_id, verdict)
                 answer = None
                 if event.outcome == "answered":
@@ -287,7 +288,7 @@ class SessionRenderer:
                 await self.waiting.resolved(event.turn_id, input_waits(event.input_id), ending)
             case "confirmation.resolved":
                 # (Its turn is the follow-up the answer queued, not the proposing turn.)
-                verdict = resolution(event.outcome, event.by, event.reason)
+                verdict = resolution(event.outcome, event.by, event.reason, event.approved_by)
                 await self.approvals.resolved("confirm", event.confirmation_id, verdict)
                 record = await self.store.get_confirmation(self.key, event.confirmation_id)
                 if record is not None:
@@ -325,6 +326,15 @@ class SessionRenderer:
                 if event.reason == CancelReason.STOPPED:
                     # Stop ends a park too: its request loses its buttons and says who stopped.
                     await self.approvals.settle(event.turn_id, stopped_verdict(by))
+            case "approval.voted":
+                # A vote on a request that needs several: its message shows the progress and
+                # keeps its buttons for those who may still vote.
+                kind: Literal["input", "confirm"] = "input" if event.kind == "input" else "confirm"
+                tally = await request_tally(
+                    self.store, self.key, kind, event.turn_id, event.request_id
+                )
+                if tally is not None and not tally.decided:
+                    await self.approvals.progress(kind, event.request_id, tally)
             case "message.delta" | "progress.updated":
                 pass
             case _:
