@@ -152,6 +152,21 @@ class EventsOut(_Out):
     last_seq: int = Field(description="Pass as ?after= (or Last-Event-ID) to read on.")
 
 
+class VotesOut(_Out):
+    """Where a request that needs several approvals (`Quorum`) stands: who approved and who
+    denied (user ids, in vote order), how many approvals it needs, and the outcome once the
+    votes decide it (null: still waiting for others)."""
+
+    need: int
+    approved_by: list[str]
+    denied_by: list[str]
+    outcome: Literal["approved", "denied"] | None
+    counted: bool = Field(
+        description="In an answer's reply: false when the caller had voted already (their "
+        "first vote stands; this one changed nothing)."
+    )
+
+
 class PendingInputOut(_Out):
     turn_id: str
     input_id: str
@@ -162,6 +177,7 @@ class PendingInputOut(_Out):
     tool: str
     expires_at: float | None
     may_answer: bool = Field(description="Whether this token's principal may answer it.")
+    votes: VotesOut | None = Field(default=None, description="Votes so far (a `Quorum` only).")
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True)
 
@@ -178,6 +194,7 @@ class PendingConfirmationOut(_Out):
     created_at: float
     expires_at: float | None
     may_answer: bool
+    votes: VotesOut | None = Field(default=None, description="Votes so far (a `Quorum` only).")
 
 
 class PendingOut(_Out):
@@ -198,14 +215,25 @@ class ResumeOut(_Out):
     turn_id: str
     input_id: str
     poll: str
+    votes: VotesOut | None = Field(
+        default=None,
+        description="For a request that needs several approvals: the tally after this vote; "
+        "the turn resumes only once `outcome` is set.",
+    )
 
 
 class ConfirmOut(_Out):
     session: str
     confirmation_id: str
     accepted: bool
-    turn_id: str = Field(description="The turn that acts on the answer.")
+    turn_id: str = Field(
+        description="The turn that acts on the answer (for a `Quorum`, queued once the votes "
+        "decide: see `votes`)."
+    )
     poll: str
+    votes: VotesOut | None = Field(
+        default=None, description="For a proposal that needs several approvals: the tally."
+    )
 
 
 class CancelOut(_Out):

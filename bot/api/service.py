@@ -20,35 +20,27 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from agent import (
     Agent,
-    AgentSession,
     CancelReason,
-    ConfirmationStatus,
     InboundEvent,
     InputRequested,
-    ResumeError,
-    ResumeRequest,
     Runtime,
     Speaker,
-    StopAuthorizationError,
     StoreUnavailableError,
     TurnEvent,
     TurnRecord,
     TurnResult,
     TurnStatus,
-    confirmation_digest,
-    grant_answer,
-    grant_confirmation,
 )
-from agent.seams import Answerer
-from bot.api import keys
+from bot.api import answers, keys
+from bot.api.addressed import Addressed, hooked
 from bot.api.auth import Caller, TokenTable
-from bot.api.errors import HOOK_FAILED, ApiError, unauthorized
+from bot.api.errors import ApiError, unauthorized
 from bot.api.feed import Feed
 from bot.api.schemas import (
     CancelBody,
@@ -56,8 +48,6 @@ from bot.api.schemas import (
     ConfirmBody,
     ConfirmOut,
     EventsOut,
-    PendingConfirmationOut,
-    PendingInputOut,
     PendingOut,
     ResetOut,
     ResumeBody,
@@ -86,22 +76,6 @@ class ApiSettings:
     heartbeat: float = 15.0
     poll: float = 1.0
     max_chars: int = 40_000
-
-
-@dataclass(frozen=True, kw_only=True)
-class Addressed:
-    """A session as one caller reaches it: its path key and the engine's session."""
-
-    caller: Caller
-    key: str
-    session: AgentSession
-
-    @property
-    def stored(self) -> str:
-        return self.session.key
-
-    def poll(self, turn_id: str) -> str:
-        return f"/sessions/{self.key}/turns/{turn_id}"
 
 
 class ApiService:
@@ -298,103 +272,15 @@ class ApiService:
     # answers ---------------------------------------------------------------------------------
 
     async def resume(self, where: Addressed, body: ResumeBody) -> ResumeOut:
-        caller = where.caller
-        request = ResumeRequest(
-            turn_id=body.turn_id, input_id=body.input_id, by=caller.user, principal=caller.principal
-        )
-        granted = await _hooked(grant_answer(where.session, request))
-        await where.session.resume(
-            body.turn_id,
-            body.input_id,
-            body.value,
-            by=caller.user,
-            principal=caller.principal,
-            granted=granted,
-            digest=body.digest,
-            reason=body.reason,
-        )
-        return ResumeOut(
-            session=where.key,
-            turn_id=body.turn_id,
-            input_id=body.input_id,
-            poll=where.poll(body.turn_id),
-        )
+        return await answers.resume(where, body)
 
     async def confirm(
         self, where: Addressed, confirmation_id: str, body: ConfirmBody
     ) -> ConfirmOut:
-        caller = where.caller
-        granted = await _hooked(
-            grant_confirmation(
-                where.session,
-                confirmation_id,
-                by=caller.user,
-                principal=caller.principal,
-                digest=body.digest,
-            )
-        )
-        follow_up = await where.session.confirm(
-            confirmation_id,
-            body.accepted,
-            by=caller.user,
-            principal=caller.principal,
-            granted=granted,
-            reason=body.reason,
-            digest=body.digest,
-        )
-        return ConfirmOut(
-            session=where.key,
-            confirmation_id=confirmation_id,
-            accepted=body.accepted,
-            turn_id=follow_up,
-            poll=where.poll(follow_up),
-        )
+        return await answers.confirm(where, confirmation_id, body)
 
     async def pending(self, where: Addressed) -> PendingOut:
-        requests = await where.session.pending()
-        proposals = await where.session.confirmations(ConfirmationStatus.PENDING)
-        allowed = {
-            (p.kind, p.turn_id, p.request_id)
-            for p in await _hooked(self.runtime.answerable(where.caller.principal))
-            if p.session == where.stored
-        }
-        waiting = [
-            PendingInputOut.model_validate(
-                {
-                    "turn_id": request.turn_id,
-                    "input_id": request.id,
-                    "prompt": request.prompt,
-                    "schema": request.json_schema,
-                    "answerers": _answerers(request.answerers),
-                    "digest": request.digest,
-                    "tool": request.tool,
-                    "expires_at": request.expires_at,
-                    "may_answer": ("input", request.turn_id, request.id) in allowed,
-                }
-            )
-            for request in requests
-        ]
-        return PendingOut(
-            session=where.key,
-            input=waiting[0] if waiting else None,
-            inputs=waiting,
-            confirmations=[
-                PendingConfirmationOut(
-                    confirmation_id=p.confirmation_id,
-                    turn_id=p.turn_id,
-                    tool=p.tool,
-                    arguments=p.arguments,
-                    prompt=p.prompt,
-                    details=p.details,
-                    answerers=_answerers(p.answerers),
-                    digest=confirmation_digest(p),
-                    created_at=p.created_at,
-                    expires_at=p.expires_at,
-                    may_answer=("confirm", p.turn_id, p.confirmation_id) in allowed,
-                )
-                for p in proposals
-            ],
-        )
+        return await answers.pending(self.runtime, where)
 
     # control ---------------------------------------------------------------------------------
 
@@ -419,7 +305,7 @@ class ApiService:
         cancel = where.session.cancel(
             body.turn_id, body.reason or CancelReason.CANCELLED, principal=principal
         )
-        if not await _hooked(cancel):
+        if not await hooked(cancel):
             raise ApiError(409, "the turn has ended already")
         return CancelOut(session=where.key, cancelled=[body.turn_id])
 
@@ -458,25 +344,9 @@ def _same_message(record: TurnRecord, inbound: InboundEvent) -> bool:
 async def _stopping(where: Addressed, body: CancelBody) -> list[str]:
     """`session.stop` by the token's principal (who may stop what is the engine's to say)."""
     principal = where.caller.principal
-    return await _hooked(
+    return await hooked(
         where.session.stop(principal=principal, reason=body.reason or CancelReason.STOPPED)
     )
-
-
-async def _hooked(call: Awaitable[T]) -> T:
-    """Await an engine call that may ask the agent's `authorize_answer`: the engine's refusals
-    and outages pass as they are; anything else is the hook failing (a 500, nothing applied)."""
-    try:
-        return await call
-    except (ResumeError, StopAuthorizationError, StoreUnavailableError):
-        raise
-    except Exception:
-        log.exception("the authorize_answer hook failed; nothing was applied")
-        raise ApiError(500, HOOK_FAILED) from None
-
-
-def _answerers(answerers: Answerer | None) -> dict[str, Any] | None:
-    return None if answerers is None else answerers.model_dump(mode="json")
 
 
 def event_json(event: TurnEvent, key: str) -> dict[str, Any]:

@@ -29,8 +29,8 @@ from typing import Any, Protocol
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from agent import Principal
-from bot.slack.approval_blocks import APPROVE, DENY, ApprovalRef, Kind
+from agent import Principal, Tally
+from bot.slack.approval_blocks import APPROVE, DENY, ApprovalRef, Kind, progress_text
 from bot.slack.calls import Refused, SlackCallError, call
 from bot.slack.clients import SlackClients
 from bot.slack.inbound import parse_session_key
@@ -71,6 +71,8 @@ class Pending(Protocol):
     def created_at(self) -> float | None: ...
     @property
     def digest(self) -> str: ...
+    @property
+    def tally(self) -> Tally | None: ...
 
 
 class Recent(Protocol):
@@ -141,6 +143,8 @@ def home_view(
         where = f" · <{link}|open the thread>" if link else ""
         asked = f"Asked by {who(item.asked_by)} · {ago(item.created_at, now)}{where}"
         prompt = item.prompt if len(item.prompt) <= MAX_PROMPT else item.prompt[:MAX_PROMPT] + "…"
+        if item.tally is not None:  # one vote of several: who voted so far
+            asked += f"\n{progress_text(item.tally)}"
         blocks.append(_section(f"🙋 {prompt}\n{asked}"))
         value = ref_of(item).encode()
         blocks.append(
