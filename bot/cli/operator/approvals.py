@@ -9,7 +9,8 @@ this command and the inbox cannot disagree about what is pending.
 With `--json` each request carries its `digest`, what an answer is bound to (the HTTP API's
 `resume` and `confirmations/{id}` take it), as the Slack buttons carry it.
 
-Who may answer is printed as the request stores it: a user, or a policy (which people it
+Who may answer is printed as the request stores it: a user, a quorum (with who approved so
+far, and `votes` in the JSON), or a policy (which people it
 admits is the agent's `authorize_answer` to decide when one of them clicks; the command runs no
 agent code), or nobody named (host code answers).
 """
@@ -54,7 +55,7 @@ async def approvals_command(args: argparse.Namespace, dbs: Databases) -> int:
                 r["session"],
                 r["turn_id"],
                 r["request_id"],
-                _answerers_text(r["answerers"]),
+                _answerers_text(r["answerers"], r["votes"]),
                 _expiry_text(r["expires_in_seconds"]),
                 one_line(r["prompt"], 48),
                 r["link"] or "-",
@@ -92,6 +93,13 @@ async def _record(
         "expires_at": iso(pending.expires_at),
         "expires_in_seconds": None if pending.expires_at is None else pending.expires_at - now,
         "answerers": answerers_json(pending.answerers),
+        "votes": None
+        if pending.tally is None
+        else {
+            "need": pending.tally.need,
+            "approved_by": list(pending.tally.approved_by),
+            "denied_by": list(pending.tally.denied_by),
+        },
         "workspace": pending.workspace or None,
         "slack": None if place is None else {**place.to_json(), "message_ts": message_ts},
         "link": None if place is None else place.link(domain, message_ts),
@@ -116,13 +124,15 @@ def answerers_json(answerers: Answerer | None) -> dict[str, Any] | None:
             assert_never(answerers)
 
 
-def _answerers_text(answerers: dict[str, Any] | None) -> str:
+def _answerers_text(answerers: dict[str, Any] | None, votes: dict[str, Any] | None) -> str:
     if answerers is None:
         return "host code"
     scope = f" ({answerers['scope']})" if answerers.get("scope") else ""
     if "quorum" in answerers:
         among = ",".join(answerers["users"]) if "users" in answerers else answerers["policy"]
-        return f"{answerers['quorum']} of {among}{scope}"
+        approved = votes["approved_by"] if votes else []
+        so_far = f"; approved by {','.join(approved)}" if approved else ""
+        return f"{answerers['quorum']} of {among}{scope}{so_far}"
     if "user" in answerers:
         return f"user {answerers['user']}"
     return f"policy {answerers['policy']}{scope}"

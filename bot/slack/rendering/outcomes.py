@@ -43,6 +43,11 @@ PENDING_WRITE = "confirmation_pending"
 """The `status` of the result a proposed write gets while it waits (`agent._tool_steps`)."""
 
 
+def _all(approved_by: list[str] | None) -> str:
+    """ " by <@A>, <@B>": a quorum's approvers; empty for a request one person answered."""
+    return " by " + ", ".join(f"<@{user}>" for user in approved_by) if approved_by else ""
+
+
 def _who(by: str | None) -> str:
     return f" by {stopper(by)}" if by else ""
 
@@ -62,8 +67,15 @@ def ended(reason: str, by: str | None = None) -> str:
     return known.get(reason, reason)
 
 
-def park_verdict(outcome: str, by: str | None, reason: str | None, value: JsonValue) -> Verdict:
-    """How a parked call's request ended (`input.resolved`), with the answer's value."""
+def park_verdict(
+    outcome: str,
+    by: str | None,
+    reason: str | None,
+    value: JsonValue,
+    approved_by: list[str] | None = None,
+) -> Verdict:
+    """How a parked call's request ended (`input.resolved`), with the answer's value (and, for
+    a request that needed several approvals, everyone who approved)."""
     match outcome:
         case "expired":
             return "error", EXPIRED
@@ -72,16 +84,18 @@ def park_verdict(outcome: str, by: str | None, reason: str | None, value: JsonVa
         case _ if value is False:
             return "error", denied(by, reason)
         case _ if value is True:
-            return "complete", f"approved{_who(by)}"
+            return "complete", f"approved{_all(approved_by) or _who(by)}"
         case _:
             return "complete", f"answered{_who(by)}"
 
 
-def confirmation_verdict(outcome: str, by: str | None, reason: str | None) -> Verdict:
+def confirmation_verdict(
+    outcome: str, by: str | None, reason: str | None, approved_by: list[str] | None = None
+) -> Verdict:
     """How a proposed write's request ended (`confirmation.resolved`)."""
     match outcome:
         case "accepted":
-            return "complete", f"approved{_who(by)}"
+            return "complete", f"approved{_all(approved_by) or _who(by)}"
         case "denied":
             return "error", denied(by, reason)
         case _:

@@ -284,7 +284,9 @@ class SessionRenderer:
                 answer = None
                 if event.outcome == "answered":
                     answer = await self.waiting.answer_of(event.turn_id, event.input_id)
-                ending = park_verdict(event.outcome, event.by, event.reason, answer)
+                ending = park_verdict(
+                    event.outcome, event.by, event.reason, answer, event.approved_by
+                )
                 await self.waiting.resolved(event.turn_id, input_waits(event.input_id), ending)
             case "confirmation.resolved":
                 # (Its turn is the follow-up the answer queued, not the proposing turn.)
@@ -292,7 +294,9 @@ class SessionRenderer:
                 await self.approvals.resolved("confirm", event.confirmation_id, verdict)
                 record = await self.store.get_confirmation(self.key, event.confirmation_id)
                 if record is not None:
-                    ending = confirmation_verdict(event.outcome, event.by, event.reason)
+                    ending = confirmation_verdict(
+                        event.outcome, event.by, event.reason, event.approved_by
+                    )
                     waits = confirm_waits(event.confirmation_id)
                     await self.waiting.resolved(record.turn_id, waits, ending)
             case "turn.completed":
