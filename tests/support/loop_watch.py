@@ -16,7 +16,9 @@ subtracts, before judging:
   waiting for the GIL, which looks like blocking from the loop's side;
 - steal time (`/proc/stat`): on a virtual machine the host may run something else on our CPU
   while the guest believes the thread is running;
-- garbage collection pauses (`gc.callbacks`), which the interpreter takes, not a callback.
+- garbage collection pauses (`gc.callbacks`), which the interpreter takes, not a callback;
+- the CPU time the process's other threads used meanwhile: while one holds the GIL the loop
+  sleeps waiting for it, which is neither run delay nor a callback's doing.
 
 What remains is time the loop spent inside callbacks, computing or blocked in a sync call: the
 thing to catch. The subtraction errs on the side of excusing (it counts every thread's waits,
@@ -103,6 +105,8 @@ class _Ping:
     """When sampled, the loop thread was in its selector, waiting to be woken: not in a callback."""
     loop_cpu: int = 0
     """Nanoseconds the loop thread had run on a CPU when the ping was sent."""
+    others_cpu: int = 0
+    """Nanoseconds the process's other threads had run on a CPU when the ping was sent."""
 
 
 class _RunDelay:
@@ -136,6 +140,18 @@ class _RunDelay:
                 with contextlib.suppress(OSError):
                     os.close(self._files.pop(gone))
             return delays
+
+    def others_cpu(self, tid: str) -> int:
+        """Nanoseconds every thread but `tid` has run on a CPU (threads that ended drop out,
+        which only makes the watch stricter)."""
+        with self._lock:
+            if self._closed:
+                return 0
+            try:
+                tids = os.listdir("/proc/self/task")
+            except OSError:
+                return 0
+            return sum(self._field(other, 0) or 0 for other in tids if other != tid)
 
     def cpu(self, tid: str) -> int:
         """Nanoseconds thread `tid` has run on a CPU (0 where unreadable)."""
@@ -322,6 +338,7 @@ class LoopWatch:
             gc=self._gc_seconds,
             sent=time.monotonic(),
             loop_cpu=self._run_delay.cpu(self._loop_tid),
+            others_cpu=self._run_delay.others_cpu(self._loop_tid),
         )
         self._pending = ping
         self._answered.clear()
@@ -365,10 +382,15 @@ class LoopWatch:
         # What the loop thread computed while the ping waited: callbacks, since an idle loop
         # waits in its selector without a CPU. However starved the machine, that much blocked.
         ran = (self._run_delay.cpu(self._loop_tid) - ping.loop_cpu) / 1e9 - collected
+        # What the process's other threads computed meanwhile (a store thread, a server thread
+        # of a stand-in): while one of them holds the GIL, the loop waits for it asleep, which
+        # is neither run delay nor the loop's own doing (a 259 ms wait in `SimpleQueue.put`,
+        # beside two CPU hogs). Computing on the loop itself is still caught by `ran`.
+        others = (self._run_delay.others_cpu(self._loop_tid) - ping.others_cpu) / 1e9
         # Not sampled: the loop held the GIL, which only computing does, so what it ran is the
         # block. Sampled: the lag less the waits (a sync call, a sleep, uses no CPU), or what it
         # ran where the waits of every thread, all subtracted, excuse more than the OS did.
-        blocked = max(lag - waited - collected, ran) if ping.where else ran
+        blocked = max(lag - waited - collected - others, ran) if ping.where else ran
         # Seen waiting in its selector with the ping already due: the loop was not running a
         # callback, the wake-up (a write to its self-pipe) had not reached it yet. On a starved
         # machine that wait is not always counted as run delay; it is never the code's doing.

@@ -245,6 +245,9 @@ def test_an_unsampled_late_answer_counts_no_more_than_the_loop_ran() -> None:
         def cpu(self, tid: str) -> int:
             return 0
 
+        def others_cpu(self, tid: str) -> int:
+            return 0
+
         def close(self) -> None:
             pass
 
@@ -270,6 +273,24 @@ def test_an_unsampled_late_answer_counts_no_more_than_the_loop_ran() -> None:
             )
             watch._judge(ping, 0.3)
             assert bool(watch.blocks) is blocked, (where, watch.blocks)
+
+        # Another thread of the process computed the whole wait (it held the GIL): the loop,
+        # sampled outside its selector, was kept waiting, not blocking.
+        others = iter([0, 300_000_000])
+        watch._run_delay.others_cpu = lambda tid: next(others)  # type: ignore[method-assign]
+        watch.blocks.clear()
+        ping = _Ping(
+            number=1,
+            run=0,
+            delays={},
+            steal=0.0,
+            gc=0.0,
+            sent=time.monotonic(),
+            where="  File x, line 1\n",
+            others_cpu=watch._run_delay.others_cpu(watch._loop_tid),
+        )
+        watch._judge(ping, 0.3)
+        assert not watch.blocks, watch.blocks
     finally:
         loop.close()
 
