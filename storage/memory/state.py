@@ -31,6 +31,7 @@ from agent.seams import (
     TurnKind,
     TurnRecord,
     TurnStatus,
+    VoteRecord,
 )
 from storage.json_text import canonical_json, dump_json, load_json
 from storage.ledger_records import archived_generation
@@ -85,6 +86,8 @@ class SessionState:
     facts: dict[tuple[str, int], Rows] = field(default_factory=dict)
     timers: dict[tuple[str, str, str], Rows] = field(default_factory=dict)
     """(kind, turn id, request id) -> the `approval_timers` row."""
+    votes: list[VoteRecord] = field(default_factory=list)
+    """Quorum votes in the order cast (the `approval_votes` rows)."""
     archive: dict[int, dict[str, list[Rows]]] = field(default_factory=dict)
 
     def row(self) -> Rows:

@@ -37,12 +37,14 @@ from agent.seams import (
     SessionStatus,
     StepCommit,
     StoreHandle,
+    TimerKind,
     TranscriptTail,
     TurnEvent,
     TurnInput,
     TurnKind,
     TurnRecord,
     TurnStatus,
+    VoteRecord,
     event_from_json,
     message_from_json,
 )
@@ -50,6 +52,7 @@ from storage.json_text import load_json
 from storage.ledger_records import timer_record
 from storage.memory import prune as memory_prune
 from storage.memory import state as ops
+from storage.memory import votes as memory_votes
 from storage.memory.ledger_methods import LedgerMethods, run_alongside
 from storage.memory.state import NoHandle, RowIds, Rows, SessionState
 from storage.memory.transcript import transcript_tail
@@ -186,6 +189,26 @@ class MemoryStore(LedgerMethods):
                 request_id=request_id,
             )
         return numbered(events, last_seq)
+
+    async def cast_vote(
+        self,
+        vote: VoteRecord,
+        *,
+        expected_pending: JsonValue = None,
+        events: Sequence[TurnEvent] = (),
+    ) -> tuple[list[VoteRecord], list[TurnEvent]]:
+        rows = encode_events(vote.session, events)
+        async with self._lock:
+            state = self._sessions.get(vote.session)
+            votes, last_seq = memory_votes.cast(state, vote, expected_pending, rows, time.time())
+        return votes, [] if last_seq is None else numbered(events, last_seq)
+
+    async def list_votes(
+        self, session: str, kind: TimerKind, turn_id: str, request_id: str
+    ) -> list[VoteRecord]:
+        async with self._lock:
+            state = self._sessions.get(session)
+            return [] if state is None else memory_votes.listed(state, kind, turn_id, request_id)
 
     async def get_turn(self, session: str, turn_id: str) -> TurnRecord | None:
         async with self._lock:

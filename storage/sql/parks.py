@@ -97,17 +97,21 @@ def _keep_park(
 ) -> int:
     """The session row after an answer while other requests still wait: still `suspended`,
     `pending` without the one answered, `new_events` logged; the last seq."""
-    return _log(conn, session, new_events, pending=canonical_json(still_pending), updated_at=now)
+    return log_events(
+        conn, session, new_events, pending=canonical_json(still_pending), updated_at=now
+    )
 
 
 def _end_park(conn: Connection, session: str, new_events: Sequence[TurnEvent], now: float) -> int:
     """The session row as a park's end leaves it (`running`, no `pending`), with the seqs of
     `new_events` reserved in the same statement and the events logged; the last seq."""
     running = SessionStatus.RUNNING.value
-    return _log(conn, session, new_events, status=running, pending=None, updated_at=now)
+    return log_events(conn, session, new_events, status=running, pending=None, updated_at=now)
 
 
-def _log(conn: Connection, session: str, new_events: Sequence[TurnEvent], **values: Any) -> int:
+def log_events(
+    conn: Connection, session: str, new_events: Sequence[TurnEvent], **values: Any
+) -> int:
     """Update the session row with `values`, reserving the seqs of `new_events` in the same
     statement, and log the events; the last seq."""
     rows = encode_events(session, new_events)

@@ -189,6 +189,29 @@ approval_timers = Table(
     Index("ix_approval_timers_due_at", "due_at"),
 )
 
+approval_votes = Table(
+    "approval_votes",
+    metadata,
+    # One row per person's vote on a request that needs several approvals (a `Quorum`), cast
+    # under the session row's lock; the request itself resolves through its own row (the park's
+    # checkpoint, the confirmation). Listing order ("in the order cast") is insertion order.
+    Column("id", RowId, primary_key=True, autoincrement=True),
+    Column("session_key", Text, nullable=False),
+    # `input` (a park: `request_id` is the input id) or `confirmation` (the confirmation id).
+    Column("kind", Text, nullable=False),
+    Column("turn_id", Text, nullable=False),
+    Column("request_id", Text, nullable=False),
+    Column("voter", Text, nullable=False),
+    Column("approve", Boolean, nullable=False),
+    # What the voter said with it (scrubbed); NULL when they said nothing.
+    Column("reason", Text, nullable=True),
+    Column("voted_at", Double, nullable=False),
+    # One person counts once.
+    UniqueConstraint(
+        "session_key", "kind", "turn_id", "request_id", "voter", name="uq_approval_votes_voter"
+    ),
+)
+
 receipts = Table(
     "receipts",
     metadata,
@@ -304,6 +327,7 @@ STORE_TABLES = (
     receipts,
     facts,
     approval_timers,
+    approval_votes,
     archived_messages,
     archived_steps,
     archived_events,

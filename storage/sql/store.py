@@ -38,11 +38,13 @@ from agent.seams import (
     SessionRecord,
     StepCommit,
     StoreHandle,
+    TimerKind,
     TranscriptTail,
     TurnEvent,
     TurnInput,
     TurnKind,
     TurnRecord,
+    VoteRecord,
 )
 from storage.ledger_records import confirmation_answer
 from storage.migrate import verify_schema
@@ -54,6 +56,7 @@ from storage.sql import prune as sql_prune
 from storage.sql import reset as sql_reset
 from storage.sql import transcript as sql_transcript
 from storage.sql import turns as sql_turns
+from storage.sql import votes as sql_votes
 from storage.sql.commit import run_local
 from storage.sql.dialects import SqlDialect, dialect_for
 from storage.sql.executor import TransactionExecutor
@@ -208,6 +211,27 @@ class SqlStore:
 
         last_seq = await self._x.write(body, urgent=True)
         return numbered(events, last_seq)
+
+    async def cast_vote(
+        self,
+        vote: VoteRecord,
+        *,
+        expected_pending: JsonValue = None,
+        events: Sequence[TurnEvent] = (),
+    ) -> tuple[list[VoteRecord], list[TurnEvent]]:
+        encode_events(vote.session, events)  # refused before the transaction, as a commit's are
+        now = time.time()
+        votes, last_seq = await self._x.write(
+            lambda c: sql_votes.cast(c, vote, expected_pending, events, now), urgent=True
+        )
+        return votes, [] if last_seq is None else numbered(events, last_seq)
+
+    async def list_votes(
+        self, session: str, kind: TimerKind, turn_id: str, request_id: str
+    ) -> list[VoteRecord]:
+        return await self._x.read(
+            lambda c: sql_votes.list_votes(c, session, kind, turn_id, request_id)
+        )
 
     async def get_turn(self, session: str, turn_id: str) -> TurnRecord | None:
         return await self._x.read(lambda c: sql_turns.get_turn(c, session, turn_id))
