@@ -154,9 +154,15 @@ Answerer: TypeAlias = Annotated[
 ]
 """Who may answer; `None` where an `Answerer | None` is expected means no restriction."""
 
-AnswererInput: TypeAlias = UserAnswerer | PolicyAnswerer | QuorumAnswerer | Mapping[str, Any]
+AnswererField: TypeAlias = str | int | list[str] | tuple[str, ...] | None
+"""A value of the stored dict shape: an id, a policy, a scope, a quorum's count or users."""
+
+AnswererInput: TypeAlias = (
+    UserAnswerer | PolicyAnswerer | QuorumAnswerer | Mapping[str, AnswererField]
+)
 """What a host may pass where answerers are declared: a typed answerer or the stored dict
-shape (`{"user": id}`, `{"policy": p, "scope": s}`), normalised into an `Answerer`."""
+shape (`{"user": id}`, `{"policy": p, "scope": s}`, `{"quorum": n, "users": [...]}`),
+normalised into an `Answerer`."""
 
 _adapter: TypeAdapter[Answerer] = TypeAdapter(Answerer)
 

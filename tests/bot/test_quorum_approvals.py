@@ -90,7 +90,8 @@ async def test_two_of_three_approve_in_slack(db_url, launch, standin):
     session = app.session(session_key("T0DEMO", CHANNEL, ts))
     [waiting] = await session.pending()
     nobody = await session.tally("input", waiting.turn_id, waiting.id)
-    assert nobody is not None and nobody.approved_by == nobody.denied_by == ()
+    assert nobody is not None
+    assert nobody.approved_by == nobody.denied_by == ()
 
     await click("U0ANN")
     await eventually(lambda: told("U0ANN", "Your approval is counted: "))
@@ -116,7 +117,8 @@ async def test_two_of_three_approve_in_slack(db_url, launch, standin):
     assert not _has_buttons(_request(standin))
     [result] = [m for m in model.requests[-1].messages if m.role == "tool"]
     assert result.result == {"order_id": "42", "refunded": True}
-    assert result.note is not None and "approved by U0ANN, U0BEN" in result.note
+    assert result.note is not None
+    assert "approved by U0ANN, U0BEN" in result.note
 
     # Cat's click after the request resolved: told so, nothing changes.
     await click("U0CAT")

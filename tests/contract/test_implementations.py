@@ -23,7 +23,15 @@ from pathlib import Path
 import pytest
 
 from agent import EventHub, RecordingSink
-from agent.seams import Approvals, Ledgers, Retention, SessionStore, StepLog, TurnQueue
+from agent.seams import (
+    Approvals,
+    Ledgers,
+    Retention,
+    SessionStore,
+    StepLog,
+    TurnQueue,
+    Votes,
+)
 from tests.contract.test_event_sink import SINKS
 from tests.contract.test_model import MODELS
 
@@ -34,6 +42,7 @@ STORE_ROLES: dict[str, tuple[type, tuple[str, ...]]] = {
     "TurnQueue": (TurnQueue, ("test_turn_queue.py", "test_session_store.py")),
     "StepLog": (StepLog, ("test_session_store.py", "test_compaction_tail.py")),
     "Approvals": (Approvals, ("test_approval_store.py",)),
+    "Votes": (Votes, ("test_votes_store.py",)),
     "Ledgers": (Ledgers, ("test_ledgers.py",)),
     "Retention": (Retention, ("test_prune.py",)),
 }
@@ -43,6 +52,7 @@ SEAMS = {
     "TurnQueue": "enqueue_turn",
     "StepLog": "commit_local",
     "Approvals": "due_timers",
+    "Votes": "cast_vote",
     "Ledgers": "prepare_receipt",
     "Retention": "prune_history",
     "EventSink": "emit",
@@ -76,6 +86,7 @@ SUITES = {
     "test_turn_queue.py": "store",
     "test_compaction_tail.py": "store",
     "test_approval_store.py": "store",
+    "test_votes_store.py": "store",
     "test_prune.py": "store",
     "test_model.py": "harness",
     "test_event_sink.py": "probe",

@@ -84,22 +84,27 @@ async def test_two_of_three_approve_and_the_model_reads_who(store: SessionStore)
     rt, session, model = await _parked(store, Quorum(2, users=["UA", "UB", "UC"]))
     try:
         first = await session.resume("T1", "approve", True, principal=_as("UA"))
-        assert first is not None and not first.decided
+        assert first is not None
+        assert not first.decided
         assert (first.approved_by, first.need, first.counted) == (("UA",), 2, True)
         record = await store.get_session("s1")
-        assert record is not None and record.status == SessionStatus.SUSPENDED
+        assert record is not None
+        assert record.status == SessionStatus.SUSPENDED
         assert len(model.requests) == 1, "the model was called on one vote of two"
 
         # One person counts once: the same voter again (even the other way) changes nothing.
         again = await session.resume("T1", "approve", False, principal=_as("UA"))
-        assert again is not None and not again.counted and again.approved_by == ("UA",)
+        assert again is not None
+        assert not again.counted
+        assert again.approved_by == ("UA",)
         with pytest.raises(ResumeAuthorizationError, match="only the people it asks"):
             await session.resume("T1", "approve", True, principal=_as("UD"))
-        with pytest.raises(ResumeValidationError, match="true .approve. or false"):
+        with pytest.raises(ResumeValidationError, match=r"true \(approve\) or false"):
             await session.resume("T1", "approve", "yes", principal=_as("UB"))
 
         second = await session.resume("T1", "approve", True, principal=_as("UB"), reason="ok")
-        assert second is not None and second.outcome == "approved"
+        assert second is not None
+        assert second.outcome == "approved"
         done = await session.result("T1")
         assert done.status == TurnStatus.COMPLETED, done
         with pytest.raises(ResumeConflictError, match="already answered"):
@@ -109,7 +114,8 @@ async def test_two_of_three_approve_and_the_model_reads_who(store: SessionStore)
 
     [result] = [m for m in model.requests[1].messages if isinstance(m, ToolMessage)]
     assert result.result == {"order": "42", "refunded": True}
-    assert result.note is not None and "approved by UA, UB" in result.note, result.note
+    assert result.note is not None
+    assert "approved by UA, UB" in result.note, result.note
     events = await session.events()
     voted = [e for e in events if isinstance(e, ApprovalVoted)]
     assert [(e.by, e.approve) for e in voted] == [("UA", True), ("UB", True)]
@@ -133,14 +139,16 @@ async def test_the_first_deny_declines_and_its_reason_reaches_the_model(
         denied = await session.resume(
             "T1", "approve", False, principal=_as("UC"), reason="over budget"
         )
-        assert denied is not None and denied.outcome == "denied"
+        assert denied is not None
+        assert denied.outcome == "denied"
         assert (await session.result("T1")).status == TurnStatus.COMPLETED
     finally:
         await rt.close()
     [result] = [m for m in model.requests[1].messages if isinstance(m, ToolMessage)]
     assert result.result == {"order": "42", "refunded": False}
     assert result.note is not None
-    assert "denied by UC" in result.note and "over budget" in result.note, result.note
+    assert "denied by UC" in result.note, result.note
+    assert "over budget" in result.note, result.note
 
 
 async def test_with_deny_majority_one_deny_is_not_enough(store: SessionStore) -> None:
@@ -148,9 +156,11 @@ async def test_with_deny_majority_one_deny_is_not_enough(store: SessionStore) ->
     rt, session, _ = await _parked(store, quorum)
     try:
         one = await session.resume("T1", "approve", False, principal=_as("UC"))
-        assert one is not None and one.outcome is None
+        assert one is not None
+        assert one.outcome is None
         two = await session.resume("T1", "approve", False, principal=_as("UB"))
-        assert two is not None and two.outcome == "denied"
+        assert two is not None
+        assert two.outcome == "denied"
         assert (await session.result("T1")).status == TurnStatus.COMPLETED
     finally:
         await rt.close()
@@ -217,10 +227,12 @@ async def test_a_policy_quorum_asks_the_hook_per_person(store: SessionStore) -> 
         with pytest.raises(ResumeAuthorizationError, match="someone else"):
             await session.resume("T1", "approve", True, principal=_as("UB"), granted=ua)
         first = await session.resume("T1", "approve", True, principal=_as("UA"), granted=ua)
-        assert first is not None and first.outcome is None
+        assert first is not None
+        assert first.outcome is None
         ub = await grant("UB")
         last = await session.resume("T1", "approve", True, principal=_as("UB"), granted=ub)
-        assert last is not None and last.outcome == "approved"
+        assert last is not None
+        assert last.outcome == "approved"
         assert (await session.result("T1")).status == TurnStatus.COMPLETED
     finally:
         await rt.close()
@@ -248,7 +260,9 @@ async def test_a_quorum_reached_by_a_caster_that_died_resolves_on_the_next_click
             await store.cast_vote(vote, expected_pending=parked.pending)
         assert (await store.get_session("s1")).status == SessionStatus.SUSPENDED  # type: ignore[union-attr]
         healed = await session.resume("T1", "approve", True, principal=_as("UB"))
-        assert healed is not None and healed.outcome == "approved" and not healed.counted
+        assert healed is not None
+        assert healed.outcome == "approved"
+        assert not healed.counted
         assert (await session.result("T1")).status == TurnStatus.COMPLETED
     finally:
         await rt.close()
@@ -267,7 +281,8 @@ async def test_a_quorum_request_is_a_yes_or_a_no(store: SessionStore) -> None:
     finally:
         await rt.close()
     [result] = [m for m in model.requests[1].messages if isinstance(m, ToolMessage)]
-    assert result.is_error and "yes or a no" in str(result.result), result
+    assert result.is_error, result
+    assert "yes or a no" in str(result.result), result
 
 
 # -- proposed writes ------------------------------------------------------------------------
@@ -310,7 +325,9 @@ async def test_a_proposed_write_runs_once_two_people_approved(store: SessionStor
         follow_up = await session.confirm(ident, True, principal=_as("UA"))
         assert await store.get_turn("s1", follow_up) is None, "queued on one vote of two"
         tally = await session.tally("confirm", proposal.turn_id, ident)
-        assert tally is not None and tally.approved_by == ("UA",) and tally.outcome is None
+        assert tally is not None
+        assert tally.approved_by == ("UA",)
+        assert tally.outcome is None
         with pytest.raises(ResumeAuthorizationError):
             await session.confirm(ident, True, principal=_as("UX"))
         assert await session.confirm(ident, True, principal=_as("UB")) == follow_up
@@ -319,14 +336,16 @@ async def test_a_proposed_write_runs_once_two_people_approved(store: SessionStor
         with pytest.raises(ResumeConflictError, match="already answered"):
             await session.confirm(ident, False, principal=_as("UC"))
         decided = await session.tally("confirm", proposal.turn_id, ident)
-        assert decided is not None and decided.outcome == "approved"
+        assert decided is not None
+        assert decided.outcome == "approved"
     finally:
         await rt.close()
     assert REFUNDS == ["42"]
     [resolved] = [e for e in await session.events() if isinstance(e, ConfirmationResolved)]
     assert (resolved.accepted, resolved.by, resolved.approved_by) == (True, "UB", ["UA", "UB"])
     turn = await store.get_turn("s1", follow_up)
-    assert turn is not None and "UA and UB approved" in turn.input.text, turn.input.text
+    assert turn is not None
+    assert "UA and UB approved" in turn.input.text, turn.input.text
 
 
 async def test_a_proposed_write_denied_by_one_of_three_never_runs(store: SessionStore) -> None:

@@ -4,6 +4,7 @@ value its thread message carries, and an empty inbox that says so."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from bot.slack.approval_blocks import APPROVE, DENY, ApprovalRef
 from bot.slack.home import EMPTY, MAX_LISTED, home_view, ref_of
@@ -20,6 +21,7 @@ class Item:
     asked_by: str | None
     created_at: float | None
     digest: str
+    tally: Any = None
 
 
 @dataclass(frozen=True)
