@@ -229,7 +229,7 @@ def answered_message(body: PostBody) -> tuple[str, list[dict[str, Any]]]:
         verdict = body.settled
     else:
         answered = body.answered or AnswerMark(by=None, accepted=False)
-        verdict = verdict_text(answered.accepted, answered.by)
+        verdict = verdict_text(answered.accepted, answered.by, answered.approved_by)
         if answered.reason and not answered.accepted:
             verdict += f": {answered.reason}"
     return f"{prompt}\n{verdict}", answered_blocks(prompt, verdict)

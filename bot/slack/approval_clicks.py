@@ -270,10 +270,11 @@ class AnswerHandler:
         now = time.time()
         post = await self.delivery.get_post(ref.post_key)
         ts = posted_as(post, click)
+        before = await session.tally(ref.kind, ref.turn_id, ref.ident)
         answered = (
             PostUpdate(
                 post_key=post.post_key,
-                body=replace(post.body, answered=answer_mark(click)),
+                body=replace(post.body, answered=answer_mark(click, before)),
                 state="answered",
                 ts=ts,
             )
@@ -314,7 +315,6 @@ class AnswerHandler:
                 turn_id=ref.turn_id,
                 digest=ref.digest,
             )
-            before = await session.tally("confirm", ref.turn_id, ref.ident)
             await session.confirm(
                 ref.ident,
                 click.accepted,

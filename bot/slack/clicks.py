@@ -9,7 +9,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from agent import Principal
+from agent import Principal, Tally
 from bot.slack.approval_blocks import ApprovalRef
 from bot.slack.deny_modal import Opened
 from bot.slack.identity import principal_of, workspace_of
@@ -92,9 +92,18 @@ def names(button: ApprovalRef, pending: ApprovalRef) -> bool:
     return pending == button
 
 
-def answer_mark(click: Click) -> AnswerMark:
-    """How the request's message records the answer."""
-    return AnswerMark(by=click.user, accepted=click.accepted, reason=click.reason or None)
+def answer_mark(click: Click, before: Tally | None = None) -> AnswerMark:
+    """How the request's message records the answer; for a request that needs several
+    approvals (`before`: the votes before this click), the approvers it resolves with (if this
+    vote decides it, they are those before and, for an approval, the clicker)."""
+    approved_by = None
+    if before is not None:
+        approved_by = list(before.approved_by)
+        if click.accepted and click.user not in approved_by:
+            approved_by.append(click.user)
+    return AnswerMark(
+        by=click.user, accepted=click.accepted, reason=click.reason or None, approved_by=approved_by
+    )
 
 
 def posted_as(post: Post | None, click: Click) -> str | None:

@@ -48,21 +48,27 @@ class AnswerMark:
     accepted: bool
     reason: str | None = None
     """What a person denying said (only written when they said something)."""
+    approved_by: list[str] | None = None
+    """For a request that needed several approvals: who approved (only written then)."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         known: dict[str, Any] = {"by": self.by, "accepted": self.accepted}
         if self.reason is not None:
             known["reason"] = self.reason
+        if self.approved_by is not None:
+            known["approved_by"] = list(self.approved_by)
         return _with_extra(known, self.extra)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> AnswerMark:
+        approved = data.get("approved_by")
         return cls(
             by=_text(data.get("by")),
             accepted=bool(data.get("accepted")),
             reason=_text(data.get("reason")),
-            extra=_unknown(data, ("by", "accepted", "reason")),
+            approved_by=[str(u) for u in approved] if isinstance(approved, list) else None,
+            extra=_unknown(data, ("by", "accepted", "reason", "approved_by")),
         )
 
 

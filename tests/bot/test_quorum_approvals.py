@@ -113,7 +113,12 @@ async def test_two_of_three_approve_in_slack(db_url, launch, standin):
     await click("U0BEN")
     await eventually(lambda: any("Refunded." in m.text for m in replies(standin, CHANNEL)))
     await eventually(lambda: idle(standin, CHANNEL))
-    await eventually(lambda: "Approved by <@U0ANN>, <@U0BEN>" in _request(standin).text)
+    try:
+        await eventually(lambda: "Approved by <@U0ANN>, <@U0BEN>" in _request(standin).text)
+    except TimeoutError:
+        raise AssertionError(
+            repr(_request(standin).text) + repr(_request(standin).blocks)
+        ) from None
     assert not _has_buttons(_request(standin))
     [result] = [m for m in model.requests[-1].messages if m.role == "tool"]
     assert result.result == {"order_id": "42", "refunded": True}
