@@ -32,6 +32,9 @@ from agent._tool_values import (
 )
 from agent.seams import ToolSpec
 
+AnswerersFor = Callable[[dict[str, Any]], AnswererInput | None]
+"""Who may confirm one call, from its arguments (`@tool(answerers=...)`)."""
+
 if TYPE_CHECKING:
     from agent._tool_context import ToolContext
 
@@ -62,6 +65,9 @@ class Tool:
     answerers: Answerer | None = None
     """Who may confirm the call (`confirmation="required"`) or what the tool asks about
     (`"capability"`); default: the attested speaker."""
+    answerers_for: AnswerersFor | None = None
+    """Who may confirm, chosen per call from its arguments (`@tool(answerers=callable)`): a
+    refund over $100 may need two approvers where a small one needs the asker."""
     input_schema: dict[str, Any] = field(default_factory=dict)
     expires_after: float | None = None
     """Seconds what the tool asks (its confirmation, its `request_input`) waits for an answer
@@ -146,11 +152,14 @@ def make_tool(
     description: str | None = None,
     effect: Effect = "read",
     confirmation: Confirmation = "none",
-    answerers: AnswererInput | None = None,
+    answerers: AnswererInput | AnswerersFor | None = None,
     expires_after: float | None = None,
     concurrency: int | None = None,
 ) -> Tool:
     tool_name = name or fn.__name__
+    answerers_for = answerers if callable(answerers) else None
+    if answerers_for is not None:
+        answerers = None
     if concurrency is not None and (
         isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1
     ):
@@ -159,7 +168,7 @@ def make_tool(
             f"not {concurrency!r}"
         )
     try:
-        chosen = answerers_of(answerers)
+        chosen = answerers_of(answerers)  # type: ignore[arg-type]  # not a callable by now
     except ToolError as err:
         # Found when the tool is declared, not each time the model proposes a call of it.
         raise AssemblyError(f"tool {tool_name!r}: {err}") from None
@@ -179,6 +188,7 @@ def make_tool(
         effect=effect,
         confirmation=confirmation,
         answerers=chosen,
+        answerers_for=answerers_for,
         input_schema=_clean_schema(model.model_json_schema()),
         expires_after=lifetime if expires_after is None or lifetime is not None else math.inf,
         concurrency=concurrency,
@@ -196,7 +206,7 @@ def tool(
     description: str | None = None,
     effect: Effect = "read",
     confirmation: Confirmation = "none",
-    answerers: AnswererInput | None = None,
+    answerers: AnswererInput | AnswerersFor | None = None,
     expires_after: float | None = None,
     concurrency: int | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
@@ -210,14 +220,17 @@ def tool(
     description: str | None = None,
     effect: Effect = "read",
     confirmation: Confirmation = "none",
-    answerers: AnswererInput | None = None,
+    answerers: AnswererInput | AnswerersFor | None = None,
     expires_after: float | None = None,
     concurrency: int | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Declare a tool. `def` → local (exactly-once through the store), `async def` → remote.
 
     `answerers` (a `UserAnswerer` / `PolicyAnswerer`, or the same as a dict: `{"user": id}`,
-    `{"policy": p, "scope": s}`) is normalised here; a malformed one is an `AssemblyError`.
+    `{"policy": p, "scope": s}`, a `Quorum`) is normalised here; a malformed one is an
+    `AssemblyError`. It may instead be a function of the call's arguments returning one (or
+    None for the default), asked as each call is proposed; what it returns is checked then, a
+    malformed one being the call's error.
     `expires_after` (seconds; `math.inf` for never) bounds how long what the tool asks waits
     for an answer: its confirmation, and its `ctx.request_input` calls that name no limit.
     `concurrency` caps how many of its calls run at once in one batch (1: never overlapping)."""

@@ -3,7 +3,8 @@
 Refunds: `issue_refund` is a confirmed write. Whoever asked for the refund approves it, unless
 `OPS_REFUND_APPROVERS` (comma-separated Slack user ids) is set: then only those people may, and
 the confirmation names the `refund-approvers` policy, which `authorize_answer` below decides (a
-real app could check a Slack user group with the principal's team and user ids instead). The
+real app could check a Slack user group with the principal's team and user ids instead), and a
+refund over $100 needs two of them (`Quorum(2, users=...)`, see `config.py`). The
 refund goes to `payments.py`, a stand-in for a payment provider, in the bot's database.
 Settings are read once, when the agent is loaded (see `config.py`).
 """

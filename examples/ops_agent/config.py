@@ -5,18 +5,24 @@ once, when the agent is loaded, so the tools and `authorize_answer` agree on the
   as the bot's, so the stand-in uses the bot's own database, whose `ops_refunds` and
   `ops_orders` tables `bot db upgrade` creates (migration 0003).
 - `OPS_REFUND_APPROVERS`: comma-separated Slack user ids. Unset, whoever asked for a refund
-  approves it; set, only these people do (the asker included only if listed).
+  approves it; set, only these people do (the asker included only if listed), and a refund
+  over `LARGE_REFUND` dollars needs two of them (when at least two are listed).
 - `OPS_CHANNEL`: where the daily summary is posted.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from agent import Quorum, QuorumAnswerer
 from bot.core.settings import DEFAULT_DATABASE_URL
 
 REFUND_POLICY = "refund-approvers"
+LARGE_REFUND = 100.0
+"""Dollars above which a refund needs two approvers (a `Quorum`)."""
 
 
 class OpsConfig(BaseSettings):
@@ -37,3 +43,14 @@ class OpsConfig(BaseSettings):
         if not self.refund_approvers:
             return None
         return {"policy": REFUND_POLICY, "scope": "refunds"}
+
+    def answerers_for_refund(
+        self, arguments: dict[str, Any]
+    ) -> QuorumAnswerer | dict[str, str] | None:
+        """Who confirms this refund: over `LARGE_REFUND`, two of the listed approvers (each
+        vote counted in Slack, the API and the Home inbox); otherwise `refund_answerers`."""
+        amount = arguments.get("amount")
+        large = isinstance(amount, int | float) and amount > LARGE_REFUND
+        if large and len(self.refund_approvers) >= 2:
+            return Quorum(2, users=sorted(self.refund_approvers))
+        return self.refund_answerers

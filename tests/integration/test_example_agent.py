@@ -21,6 +21,7 @@ from agent import (
     Agent,
     ConfirmationStatus,
     PolicyAnswerer,
+    Quorum,
     ReceiptStatus,
     ResumeAuthorizationError,
     ResumeConflictError,
@@ -332,6 +333,36 @@ async def test_listed_approvers_replace_the_requester(
     finally:
         await store.close()
     assert len(await _refunds(sql_url)) == 1
+
+
+async def test_a_refund_over_100_needs_two_listed_approvers(
+    monkeypatch: pytest.MonkeyPatch, sql_url: str
+) -> None:
+    """$150 of a $150 order: two of the listed approvers must approve (a `Quorum`), each vote
+    counted once; the refund is paid once, at the second approval, and no sooner."""
+    agent = _ops_agent(monkeypatch, sql_url, approvers="U2, U3, U4")
+    store = await SqlStore.open(sql_url)
+    try:
+        async with _rt(store, _model(price=150, refund=150), agent) as rt:
+            session, confirmation_id, _ = await _propose(rt, agent, store)
+            [pending] = await store.list_confirmations(SESSION)
+            assert pending.answerers == Quorum(2, users=["U2", "U3", "U4"])
+            with pytest.raises(ResumeAuthorizationError):
+                await session.confirm(confirmation_id, True, principal=_person("U1"))
+            follow_up = await session.confirm(confirmation_id, True, principal=_person("U3"))
+            assert await session.confirm(confirmation_id, True, principal=_person("U3"))
+            assert await store.get_turn(SESSION, follow_up) is None
+            assert await _refunds(sql_url) == []
+            await session.confirm(confirmation_id, True, principal=_person("U2"))
+            assert (await session.result(follow_up)).status == TurnStatus.COMPLETED
+    finally:
+        await store.close()
+    [paid] = await _refunds(sql_url)
+    assert paid["amount_cents"] == 15_000
+
+
+def _person(user: str) -> dict[str, str]:
+    return {"team": "T1", "user": user}
 
 
 async def test_lookup_shows_what_is_left_to_refund(

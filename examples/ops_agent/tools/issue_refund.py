@@ -21,7 +21,7 @@ from ..payments import PaymentsStandIn, dollars
 _config = OpsConfig()
 
 
-@tool(effect="write", confirmation="required", answerers=_config.refund_answerers)
+@tool(effect="write", confirmation="required", answerers=_config.answerers_for_refund)
 async def issue_refund(order_id: str, amount: float, ctx: ToolContext) -> dict[str, Any]:
     """Refund part or all of what an order was paid, in dollars (a person approves it first)."""
     amount_cents = round(amount * 100)
