@@ -24,7 +24,7 @@ from agent._errors import (
 from agent._events import ActionCompleted, ActionRequested, ConfirmationRequested
 from agent._facts import FactsView
 from agent._hitl_capability_confirmation import Consent, NeedsConfirmation, details_json
-from agent._hitl_checks import answerers_of, default_answerers
+from agent._hitl_checks import default_answerers
 from agent._hitl_requests import ConfirmationRequest
 from agent._messages import AssistantMessage, ToolCall, ToolMessage
 from agent._redaction import is_database_error
@@ -353,10 +353,8 @@ class ToolStepRunner:
         own; the answerers, the record and the event are the same for both modes, so every
         surface answers either kind through `AgentSession.confirm`."""
         turn = self.turn
-        answerers = tool.answerers  # normalised when the tool was declared
         try:
-            if tool.answerers_for is not None:
-                answerers = answerers_of(tool.answerers_for(dict(call.input)))
+            answerers = tool.answerers_of_call(call.input)
             if answerers is None:
                 answerers = default_answerers(turn.turn.input, what="ask for confirmation")
         except ToolError as exc:

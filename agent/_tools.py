@@ -87,6 +87,21 @@ class Tool:
     def local(self) -> bool:
         return not self.is_async
 
+    def answerers_of_call(self, arguments: dict[str, Any]) -> Answerer | None:
+        """Who may confirm this call: the declared answerers, or what `answerers_for` picks
+        from its arguments. A failing or malformed choice is a `ToolError` (the model reads
+        that the call was not proposed), never a stack trace."""
+        if self.answerers_for is None:
+            return self.answerers
+        try:
+            chosen = self.answerers_for(dict(arguments))
+        except Exception as exc:
+            raise ToolError(
+                f"could not choose who confirms this call ({type(exc).__name__}); "
+                "it was not proposed"
+            ) from None
+        return answerers_of(chosen)
+
     @property
     def spec(self) -> ToolSpec:
         return ToolSpec(

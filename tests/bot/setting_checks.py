@@ -23,7 +23,7 @@ import uvicorn
 from cryptography.fernet import Fernet
 from redis.asyncio import Redis
 
-from agent import PolicyAnswerer, ScriptedModel, load_agent
+from agent import PolicyAnswerer, Quorum, ScriptedModel, load_agent
 from bot.app import SlackBot
 from bot.cli import commands
 from bot.cli.offline import LOCAL
@@ -364,7 +364,11 @@ async def ops_refund_approvers(ctx: Ctx) -> None:
     ctx.set(DATABASE_URL=ctx.db_url, OPS_REFUND_APPROVERS="U0BOSS, U0CFO")
     agent = load_agent(EXAMPLE)
     refund = next(t for t in agent.tools if t.name == "issue_refund")
-    assert refund.answerers == PolicyAnswerer(policy="refund-approvers", scope="refunds")
+    small, large = ({"order_id": "A1", "amount": a} for a in (20.0, 250.0))
+    assert refund.answerers_of_call(small) == PolicyAnswerer(
+        policy="refund-approvers", scope="refunds"
+    )
+    assert refund.answerers_of_call(large) == Quorum(2, users=["U0BOSS", "U0CFO"])
     authorize = agent.authorize_answer
     assert authorize is not None
     for user, allowed in (("U0CFO", True), ("U0ALICE", False)):

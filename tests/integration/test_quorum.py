@@ -366,3 +366,43 @@ async def test_a_proposed_write_denied_by_one_of_three_never_runs(store: Session
     finally:
         await rt.close()
     assert REFUNDS == []
+
+
+async def test_answerers_chosen_from_the_arguments_and_a_broken_choice_proposes_nothing(
+    store: SessionStore,
+) -> None:
+    def by_amount(arguments: dict[str, Any]) -> Any:
+        if arguments["order"] == "boom":
+            raise RuntimeError("secret-token-in-here")
+        return Quorum(2, users=["UA", "UB"]) if arguments["order"] == "big" else None
+
+    @tool(effect="write", confirmation="required", answerers=by_amount, name="big_refund")
+    async def chosen_refund(order: str, ctx: ToolContext) -> dict[str, Any]:
+        """Refund (big ones need two approvers)."""
+        return {"refunded": order}
+
+    def respond(request: Any, step: int) -> ScriptedReply:
+        if step == 0 and request.messages[-1].role == "user":
+            order = request.messages[-1].text.split()[-1]
+            call = ToolCall(id="w1", name="big_refund", input={"order": order})
+            return ScriptedReply(tool_calls=[call])
+        return ScriptedReply(text="reported")
+
+    agent = Agent(name="ops", instructions="x", tools=[chosen_refund])
+    model = ScriptedModel(responder=respond)
+    rt = _runtime(store, agent, model)
+    try:
+        session = rt.session(agent, "s1")
+        for n, order in enumerate(("big", "small", "boom")):
+            turn = await session.start(slack_event(f"refund {order}"), turn_id=f"T{n}")
+            await session.result(turn)
+        proposals = {p.turn_id: p for p in await session.confirmations()}
+        assert proposals["T0"].answerers == Quorum(2, users=["UA", "UB"])
+        assert proposals["T1"].answerers is not None  # the speaker, by default
+        assert "T2" not in proposals
+    finally:
+        await rt.close()
+    failed = [m for r in model.requests for m in r.messages if isinstance(m, ToolMessage)]
+    said = [str(m.result) for m in failed if m.is_error]
+    assert any("could not choose who confirms" in text for text in said), said
+    assert not any("secret-token" in text for text in said)

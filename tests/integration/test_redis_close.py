@@ -39,11 +39,13 @@ async def test_a_cancel_that_redis_py_turns_into_a_connection_error_still_ends_s
     redis_url: str, redis_prefix: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     swallowed: list[str] = []
+    blocking = asyncio.Event()
     read = Redis.xreadgroup
 
     async def cancel_becomes_error(self: Redis, *args: object, **kwargs: object) -> object:
         if kwargs.get("block") is None:  # the first read, of entries left from before
             return await read(self, *args, **kwargs)  # type: ignore[arg-type]
+        blocking.set()
         try:
             await asyncio.Event().wait()  # a blocking read that only a cancel ends
         except asyncio.CancelledError:
@@ -52,11 +54,15 @@ async def test_a_cancel_that_redis_py_turns_into_a_connection_error_still_ends_s
         raise AssertionError("unreachable")
 
     monkeypatch.setattr(Redis, "xreadgroup", cancel_becomes_error)
-    await _serve_then_close(redis_url, redis_prefix)
+    # Ready comes before the first blocking read: close only once one is under way, or on a busy
+    # machine the close can land before it and prove nothing.
+    await _serve_then_close(redis_url, redis_prefix, before_close=blocking)
     assert swallowed, "the cancel landed inside a read"
 
 
-async def _serve_then_close(redis_url: str, redis_prefix: str) -> None:
+async def _serve_then_close(
+    redis_url: str, redis_prefix: str, *, before_close: asyncio.Event | None = None
+) -> None:
     dispatcher = RedisDispatcher(
         redis_url,
         stream=f"{redis_prefix}:turns",
@@ -68,6 +74,8 @@ async def _serve_then_close(redis_url: str, redis_prefix: str) -> None:
     try:
         async with asyncio.timeout(60):
             await dispatcher.wait_ready()
+            if before_close is not None:
+                await before_close.wait()
         async with asyncio.timeout(60):  # far past the bounds (seconds), short of for ever
             await dispatcher.close()
             await serving
