@@ -44,6 +44,7 @@ from agent._events import (
     ActionCompleted,
     ActionRequested,
     ApprovalVoted,
+    ApprovedByPolicy,
     ConfirmationRequested,
     ConfirmationResolved,
     InputRequested,
@@ -63,6 +64,7 @@ from agent._hitl_capability_confirmation import NeedsConfirmation
 from agent._hitl_checks import AnswerRequest, Grant, Principal, ResumeRequest
 from agent._hitl_confirm import confirmation_digest, grant_confirmation
 from agent._hitl_inbox import PendingApproval, RecentTurn, request_tally
+from agent._hitl_policy_hook import ApproveAutomatically, PolicyApproval, ProposedWrite
 from agent._hitl_quorum import Tally
 from agent._hitl_requests import ConfirmationRequest, InputRequest
 from agent._loader import load_agent
@@ -121,6 +123,8 @@ __all__ = [
     "AnthropicModel",
     "AnthropicSettings",
     "ApprovalVoted",
+    "ApproveAutomatically",
+    "ApprovedByPolicy",
     "AssemblyError",
     "AssistantMessage",
     "CancelReason",
@@ -154,8 +158,10 @@ __all__ = [
     "NeedsConfirmation",
     "PendingApproval",
     "PolicyAnswerer",
+    "PolicyApproval",
     "Principal",
     "ProgressUpdated",
+    "ProposedWrite",
     "Quorum",
     "QuorumAnswerer",
     "ReceiptRecord",

@@ -13,6 +13,7 @@ from agent._errors import AssemblyError, ToolError
 from agent._hitl_answer_notes import check_expiry
 from agent._hitl_answerers import Answerer, AnswererInput
 from agent._hitl_checks import AuthorizeAnswer, answerers_of
+from agent._hitl_policy_hook import ApproveAutomatically
 from agent._policy import SurfacePolicy, SurfaceSettings, TurnPolicy, build_policy, check_surfaces
 from agent._tools import Tool
 from agent.seams import ModelSettings
@@ -79,6 +80,9 @@ class Agent:
     """Per-source instructions (`instructions.<source>.md`), keyed by source."""
     surfaces: Mapping[str, SurfacePolicy | SurfaceSettings] = field(default_factory=dict)
     authorize_answer: AuthorizeAnswer | None = None
+    approve_automatically: ApproveAutomatically | None = None
+    """Shown each `confirmation="required"` call before a person is asked; a `PolicyApproval`
+    runs it at once as approved by that policy (`agent._hitl_automatic`), None asks a person."""
     schedules: Sequence[Schedule] = ()
     approval_expires_after: float | None = None
     """Seconds a request put to a person (a park, a proposed write) waits for an answer before

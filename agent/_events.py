@@ -157,6 +157,19 @@ class ApprovalVoted(_Event):
     reason: str | None = Field(default=None, exclude_if=_unless_none)
 
 
+class ApprovedByPolicy(_Event):
+    """A proposed write approved without a person, by the agent's `approve_automatically`
+    rule (`policy`, with its `reason`): the call runs next in this turn. Its confirmation row
+    says the same (`by` "policy:<policy>")."""
+
+    type: Literal["approval.automatic"] = "approval.automatic"
+    call_id: str
+    tool: str
+    confirmation_id: str
+    policy: str
+    reason: str
+
+
 class TurnCompleted(_Event):
     type: Literal["turn.completed"] = "turn.completed"
     text: str
@@ -192,6 +205,7 @@ TurnEvent = Annotated[
     | ConfirmationRequested
     | ConfirmationResolved
     | ApprovalVoted
+    | ApprovedByPolicy
     | TurnCompleted
     | TurnFailed
     | TurnCancelled,

@@ -5,8 +5,8 @@ files an operator can read and review:
       instructions.md            base system prompt
       instructions.<source>.md   overlay for turns from that source (e.g. instructions.slack.md)
       prompts.md                 suggested prompts, one `- Title: message` per line (optional)
-      agent.py                   name, surfaces, authorize_answer, schedules, model,
-                                 approval_expires_after (all optional)
+      agent.py                   name, surfaces, authorize_answer, approve_automatically,
+                                 schedules, model, approval_expires_after (all optional)
       tools/*.py                 modules whose module-level `@tool` objects become the tools
       *.py                       helpers the others import relatively (`from ..payments import x`)
 """
@@ -27,6 +27,7 @@ from pydantic import ValidationError
 from agent._agent_def import MAX_SUGGESTED_PROMPTS, Agent, SuggestedPrompt
 from agent._errors import AssemblyError
 from agent._hitl_checks import AuthorizeAnswer
+from agent._hitl_policy_hook import ApproveAutomatically
 from agent._policy import SurfacePolicy, SurfaceSettings
 from agent._tools import Tool
 from agent.seams import ModelSettings
@@ -101,6 +102,7 @@ def load_agent(
     emitted_sources: Iterable[str] | None = None,
     tools: Sequence[Tool] = (),
     authorize_answer: AuthorizeAnswer | None = None,
+    approve_automatically: ApproveAutomatically | None = None,
     surfaces: Mapping[str, SurfacePolicy | SurfaceSettings] | None = None,
 ) -> Agent:
     """Build the agent a directory describes; raises `AssemblyError` on anything that would fail
@@ -110,9 +112,9 @@ def load_agent(
     other source is logged as a warning, since it can never apply.
 
     A host that keeps part of its agent in code passes it here: `tools` join the directory's,
-    `authorize_answer` and `surfaces` fill what the directory leaves out. Where both name the
-    same thing it is an `AssemblyError`, not a silent override: which one a person edits must
-    be the one that applies.
+    `authorize_answer`, `approve_automatically` and `surfaces` fill what the directory leaves
+    out. Where both name the same thing it is an `AssemblyError`, not a silent override: which
+    one a person edits must be the one that applies.
     """
     root = Path(path)
     base = root / "instructions.md"
@@ -143,6 +145,9 @@ def load_agent(
     found_authorize = settings.get("authorize_answer")
     if found_authorize is not None and authorize_answer is not None:
         raise AssemblyError(f"{root}: agent.py and the code both set authorize_answer")
+    found_automatic = settings.get("approve_automatically")
+    if found_automatic is not None and approve_automatically is not None:
+        raise AssemblyError(f"{root}: agent.py and the code both set approve_automatically")
     return Agent(
         name=str(settings.get("name", root.name)),
         instructions=base.read_text(),
@@ -151,6 +156,7 @@ def load_agent(
         overlays=overlays,
         surfaces=all_surfaces,
         authorize_answer=found_authorize or authorize_answer,
+        approve_automatically=found_automatic or approve_automatically,
         schedules=settings.get("schedules", ()),
         approval_expires_after=settings.get("approval_expires_after"),
         suggested_prompts=read_prompts(root / "prompts.md"),

@@ -23,6 +23,7 @@ from agent._errors import (
 )
 from agent._events import ActionCompleted, ActionRequested, ConfirmationRequested
 from agent._facts import FactsView
+from agent._hitl_automatic import approved_by_policy, policy_answer, policy_note
 from agent._hitl_capability_confirmation import Consent, NeedsConfirmation, details_json
 from agent._hitl_checks import default_answerers
 from agent._hitl_requests import ConfirmationRequest
@@ -123,7 +124,7 @@ class ToolStepRunner:
             and call.input == answer.arguments
         ):
             return answer
-        return None
+        return policy_answer(self.turn, call)
 
     # one call ------------------------------------------------------------------------------
 
@@ -149,9 +150,11 @@ class ToolStepRunner:
         except Exception as exc:
             await turn.commit(self._commit(anchor, call, None, self._describe(exc, call)))
             return
-        if tool.confirmation == "required" and self._confirmed_answer(call) is None:
+        needs_person = tool.confirmation == "required" and self._confirmed_answer(call) is None
+        if needs_person and not await approved_by_policy(self.turn, call, tool):
             await self._propose(anchor, call, tool)
-        elif tool.local:
+            return
+        if tool.local:
             await self._local(anchor, call, tool, arguments)
         else:
             await self._remote(anchor, call, tool, arguments)
@@ -244,6 +247,7 @@ class ToolStepRunner:
     ) -> StepCommit:
         turn = self.turn
         result = {"error": error} if error is not None else value
+        note = "\n".join(n for n in (policy_note(turn, call), note) if n) or None
         message = ToolMessage(
             turn_id=turn.turn_id,
             call_id=call.id,

@@ -156,6 +156,7 @@ def _show(event: TurnEvent) -> None:
             | "confirmation.requested"
             | "confirmation.resolved"
             | "approval.voted"
+            | "approval.automatic"
             | "turn.completed"
             | "turn.failed"
             | "turn.cancelled"

@@ -7,6 +7,9 @@ once, when the agent is loaded, so the tools and `authorize_answer` agree on the
 - `OPS_REFUND_APPROVERS`: comma-separated Slack user ids. Unset, whoever asked for a refund
   approves it; set, only these people do (the asker included only if listed), and a refund
   over `LARGE_REFUND` dollars needs two of them (when at least two are listed).
+- `OPS_AUTO_REFUND_LIMIT`: dollars. A refund up to this much, on an order never refunded
+  before, is approved by the `small-refunds` policy without anyone (`approve_automatically` in
+  `agent.py`); 0, the default, asks a person for every refund.
 - `OPS_CHANNEL`: where the daily summary is posted.
 """
 
@@ -21,6 +24,8 @@ from agent import Quorum, QuorumAnswerer
 from bot.core.settings import DEFAULT_DATABASE_URL
 
 REFUND_POLICY = "refund-approvers"
+SMALL_REFUNDS = "small-refunds"
+"""The policy that approves small refunds without a person (`OPS_AUTO_REFUND_LIMIT`)."""
 LARGE_REFUND = 100.0
 """Dollars above which a refund needs two approvers (a `Quorum`)."""
 
@@ -31,6 +36,7 @@ class OpsConfig(BaseSettings):
     database_url: str = Field(default=DEFAULT_DATABASE_URL, alias="DATABASE_URL")
     refund_approvers_list: str = Field(default="", alias="OPS_REFUND_APPROVERS")
     channel: str = Field(default="C0OPS", alias="OPS_CHANNEL")
+    auto_refund_limit: float = Field(default=0.0, ge=0.0, alias="OPS_AUTO_REFUND_LIMIT")
 
     @property
     def refund_approvers(self) -> frozenset[str]:

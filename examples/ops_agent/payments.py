@@ -63,6 +63,10 @@ class PaymentsStandIn:
             lambda conn: _refund(conn, order_id, amount_cents, idempotency_key)
         )
 
+    async def refunded_cents(self, order_id: str) -> int:
+        """How much of an order was refunded so far (0 for none, or no such order)."""
+        return await self._x.read(lambda conn: _refunded(conn, order_id))
+
     async def find(self, idempotency_key: str) -> dict[str, Any] | None:
         """The refund made under this key, or None if the provider never made one."""
         return await self._x.read(lambda conn: _by_key(conn, idempotency_key))
@@ -96,11 +100,7 @@ def _refund(conn: Connection, order_id: str, amount_cents: int, key: str) -> dic
                 f"idempotency key {key} was used for a different refund; nothing was refunded"
             )
         return existing
-    refunded = conn.execute(
-        select(func.coalesce(func.sum(ops_refunds.c.amount_cents), 0)).where(
-            ops_refunds.c.order_id == order_id
-        )
-    ).scalar_one()
+    refunded = _refunded(conn, order_id)
     left = paid - refunded
     if amount_cents > left:
         raise RefundRefused(
@@ -116,3 +116,12 @@ def _refund(conn: Connection, order_id: str, amount_cents: int, key: str) -> dic
     }
     conn.execute(ops_refunds.insert().values(**row))
     return _receipt(row)
+
+
+def _refunded(conn: Connection, order_id: str) -> int:
+    total = conn.execute(
+        select(func.coalesce(func.sum(ops_refunds.c.amount_cents), 0)).where(
+            ops_refunds.c.order_id == order_id
+        )
+    ).scalar_one()
+    return int(total)

@@ -23,7 +23,7 @@ import uvicorn
 from cryptography.fernet import Fernet
 from redis.asyncio import Redis
 
-from agent import PolicyAnswerer, Quorum, ScriptedModel, load_agent
+from agent import PolicyAnswerer, ProposedWrite, Quorum, ScriptedModel, load_agent
 from bot.app import SlackBot
 from bot.cli import commands
 from bot.cli.offline import LOCAL
@@ -31,7 +31,7 @@ from bot.core.logs import JsonFormatter
 from bot.core.settings import Settings
 from bot.testing import sign_request
 from bot.testing.socket_mode import SocketModeStandIn
-from storage import SqlStore
+from storage import SqlStore, upgrade_database
 from tests.bot import model_setting_checks as model
 from tests.bot.setting_context import SECRET, TOKEN, Check, Ctx
 
@@ -376,6 +376,31 @@ async def ops_refund_approvers(ctx: Ctx) -> None:
         assert await authorize(asked) is allowed  # type: ignore[arg-type]
 
 
+async def ops_auto_refund_limit(ctx: Ctx) -> None:
+    ctx.set(DATABASE_URL=ctx.db_url, OPS_AUTO_REFUND_LIMIT="5")
+    agent = load_agent(EXAMPLE)
+    rule = agent.approve_automatically
+    assert rule is not None
+    await upgrade_database(ctx.db_url)  # the rule reads the refunds table
+
+    def refund(amount: float) -> ProposedWrite:
+        arguments = {"order_id": "ord_1", "amount": amount}
+        return ProposedWrite(
+            session="s",
+            turn_id="t",
+            call_id="c",
+            tool="issue_refund",
+            arguments=arguments,
+            asked_by="U1",
+            trigger_by=None,
+        )
+
+    approved = await rule(refund(4.5))
+    assert approved is not None
+    assert approved.policy == "small-refunds"
+    assert await rule(refund(5.5)) is None
+
+
 async def ops_channel(ctx: Ctx) -> None:
     ctx.set(DATABASE_URL=ctx.db_url, OPS_CHANNEL="C0CHECK")
     assert [s.channel for s in load_agent(EXAMPLE).schedules] == ["C0CHECK"]
@@ -436,5 +461,6 @@ CHECKS: dict[str, Check] = {
     "ANTHROPIC_COMPACT_AT_TOKENS": model.anthropic_compact_at_tokens,
     "OPS_REFUND_APPROVERS": ops_refund_approvers,
     "OPS_CHANNEL": ops_channel,
+    "OPS_AUTO_REFUND_LIMIT": ops_auto_refund_limit,
     "BOT_OFFLINE": bot_offline,
 }

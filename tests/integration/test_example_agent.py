@@ -361,6 +361,36 @@ async def test_a_refund_over_100_needs_two_listed_approvers(
     assert paid["amount_cents"] == 15_000
 
 
+async def test_a_small_first_refund_is_approved_by_policy_a_second_asks_a_person(
+    monkeypatch: pytest.MonkeyPatch, sql_url: str
+) -> None:
+    """With `OPS_AUTO_REFUND_LIMIT=5`, $3 of an order is refunded at once, recorded as approved
+    by `small-refunds`; a second $3 of the same order (the rule reads the refunds table) waits
+    for the requester, as does anything over the limit."""
+    monkeypatch.setenv("OPS_AUTO_REFUND_LIMIT", "5")
+    agent = _ops_agent(monkeypatch, sql_url)
+    store = await SqlStore.open(sql_url)
+    try:
+        async with _rt(store, _model(price=18.5, refund=3), agent) as rt:
+            session = rt.session(agent, SESSION)
+            await session.turn(slack_event("order a blue mug", user="U1"), turn_id="T0")
+            first = await session.turn(slack_event("refund my order", user="U1"), turn_id="T1")
+            assert first.status == TurnStatus.COMPLETED
+            [auto] = await store.list_confirmations(SESSION)
+            assert (auto.status, auto.by) == (ConfirmationStatus.ACCEPTED, "policy:small-refunds")
+            assert auto.reason is not None
+            assert "within the $5.00 limit" in auto.reason
+            [paid] = await _refunds(sql_url)
+            assert paid["amount_cents"] == 300
+
+            await session.turn(slack_event("refund it again", user="U1"), turn_id="T2")
+            statuses = [c.status for c in await store.list_confirmations(SESSION)]
+            assert statuses == [ConfirmationStatus.ACCEPTED, ConfirmationStatus.PENDING]
+    finally:
+        await store.close()
+    assert len(await _refunds(sql_url)) == 1
+
+
 def _person(user: str) -> dict[str, str]:
     return {"team": "T1", "user": user}
 

@@ -102,6 +102,11 @@ def confirmation_verdict(
             return "error", EXPIRED
 
 
+def automatic_verdict(policy: str) -> Verdict:
+    """A proposed write the agent's `approve_automatically` rule approved: no person did."""
+    return "complete", f"approved by policy {policy}"
+
+
 def is_pending_write(result: JsonValue) -> bool:
     """The result of a proposed write that waits for a person (it has not run)."""
     return isinstance(result, dict) and result.get("status") == PENDING_WRITE

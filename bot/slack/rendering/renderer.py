@@ -38,6 +38,7 @@ from bot.slack.rendering.approval_posts import ApprovalPosts
 from bot.slack.rendering.lease import DeliveryLease, RenderSettings
 from bot.slack.rendering.outcomes import (
     WAITING,
+    automatic_verdict,
     completed,
     confirmation_verdict,
     ended,
@@ -339,6 +340,15 @@ class SessionRenderer:
                 )
                 if tally is not None and not tally.decided:
                     await self.approvals.progress(kind, event.request_id, tally)
+            case "approval.automatic":
+                # No person was asked: the call's card says which rule approved it, and keeps
+                # saying so once the call returns (`completed` keeps a verdict's words).
+                view = await self.replies.view_for(event.turn_id)
+                approved = automatic_verdict(event.policy)
+                self.waiting.remember(event.turn_id, event.call_id, approved)
+                part = await self.replies.part(view)
+                title = _title(event.tool)
+                part.task(event.call_id, title, "in_progress", approved[1], verdict=list(approved))
             case "message.delta" | "progress.updated":
                 pass
             case _:

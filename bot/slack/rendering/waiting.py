@@ -97,6 +97,10 @@ class WaitingTasks:
             lambda: self.slack.client.chat_update(channel=channel, ts=ts, **shown),
         )
 
+    def remember(self, turn_id: str, call_id: str, verdict: Verdict) -> None:
+        """A call that needed no person (a policy approved it) still ends with its verdict."""
+        self._verdicts[(turn_id, call_id)] = verdict
+
     async def verdict(self, turn_id: str, call_id: str) -> Verdict | None:
         """How the request of a call that waited ended, if it did: from this renderer's memory,
         or the turn's saved messages (a renderer that started after the request ended)."""

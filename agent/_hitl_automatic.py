@@ -1,0 +1,158 @@
+"""Approval by policy, without a person: the agent's `approve_automatically` hook.
+
+Every proposed write used to need a person, so a $2 refund from a scheduled turn (nobody spoke,
+nobody to ask) could not run at all. An agent may now declare a rule, an async hook beside
+`authorize_answer`, that is shown each `confirmation="required"` call before a person is asked
+and may approve it as a named policy ("small-refunds") with a reason.
+
+The decision is a checkpoint, committed before the call runs: an `approval:<call>` step holding
+the policy, the confirmation row recorded as already accepted (`by` "policy:<name>", so the
+audit lists it beside the writes people approved), and an `approval.automatic` event the
+surfaces show. A crash after it replays the call under the recorded approval and never asks the
+hook again; asking again could say no once the approved write counts against the rule's own
+budget, and the call would then go to a person and run a second time under another key. A crash
+before it leaves nothing behind, so the hook is simply asked again.
+
+A hook that fails, or returns anything but a `PolicyApproval` or None, approves nothing: the call
+goes to a person as before (logged with the exception's class, never its text, which may carry
+what the hook read).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from agent._events import ApprovedByPolicy
+from agent._hitl_answer_notes import clean_reason
+from agent._hitl_checks import workspace_of
+from agent._hitl_policy_hook import ApproveAutomatically, PolicyApproval, ProposedWrite
+from agent._messages import ToolCall
+from agent._tool_turn import ToolTurn
+from agent._tools import Tool
+from agent._turn_input import ConfirmationAnswer
+from agent.seams import ConfirmationRecord, ConfirmationStatus, StepCommit
+
+log = logging.getLogger("agent.approvals")
+
+POLICY_BY = "policy:"
+"""How a confirmation approved by a policy names who answered: `policy:<name>`."""
+
+
+def approval_step_id(call_id: str) -> str:
+    return f"approval:{call_id}"
+
+
+def policy_answer(turn: ToolTurn, call: ToolCall) -> ConfirmationAnswer | None:
+    """The approval a policy recorded for this very call in this turn, if it did."""
+    step = turn.steps.get(approval_step_id(call.id))
+    if not isinstance(step, dict) or not isinstance(step.get("confirmation_id"), str):
+        return None
+    return ConfirmationAnswer(
+        confirmation_id=step["confirmation_id"],
+        accepted=True,
+        tool=call.name,
+        call_id=call.id,
+        arguments=dict(call.input),
+    )
+
+
+def policy_note(turn: ToolTurn, call: ToolCall) -> str | None:
+    """What the model reads beside the call's result: which rule approved it, and why."""
+    step = turn.steps.get(approval_step_id(call.id))
+    if not isinstance(step, dict):
+        return None
+    return f"Approved automatically by policy {step.get('policy')}: {step.get('reason')}"
+
+
+async def approved_by_policy(turn: ToolTurn, call: ToolCall, tool: Tool) -> bool:
+    """Whether this call runs without a person: approved earlier in this turn (a replay), or
+    now by the agent's hook, whose approval is committed before this returns True."""
+    if policy_answer(turn, call) is not None:
+        return True
+    hook = turn.env.agent.approve_automatically
+    if hook is None:
+        return False
+    turn_input = turn.turn.input
+    inbound = turn_input.inbound
+    speaker = inbound.user if inbound is not None else None
+    proposal = ProposedWrite(
+        session=turn.session,
+        turn_id=turn.turn_id,
+        call_id=call.id,
+        tool=tool.name,
+        arguments=dict(call.input),
+        asked_by=speaker.id if speaker is not None and speaker.attested else None,
+        trigger_by=turn_input.trigger.by if turn_input.trigger is not None else None,
+        workspace=workspace_of(turn_input),
+    )
+    approval = await _ask(hook, proposal)
+    if approval is None:
+        return False
+    await turn.commit(_approval_commit(turn, call, tool, approval))
+    return True
+
+
+async def _ask(hook: ApproveAutomatically, proposal: ProposedWrite) -> PolicyApproval | None:
+    try:
+        chosen: Any = await hook(proposal)
+    except Exception as exc:
+        log.warning(
+            "approve_automatically failed (%s) for %s in %s; a person is asked instead",
+            type(exc).__name__,
+            proposal.tool,
+            proposal.session,
+        )
+        return None
+    if chosen is None or isinstance(chosen, PolicyApproval):
+        return chosen
+    log.warning(
+        "approve_automatically returned a %s for %s, not a PolicyApproval or None; a person "
+        "is asked instead",
+        type(chosen).__name__,
+        proposal.tool,
+    )
+    return None
+
+
+def _approval_commit(
+    turn: ToolTurn, call: ToolCall, tool: Tool, approval: PolicyApproval
+) -> StepCommit:
+    now = turn.env.clock()
+    confirmation_id = f"{turn.turn_id}:{call.id}"
+    reason = clean_reason(approval.reason, turn.env.redact) or approval.policy
+    record = ConfirmationRecord(
+        session=turn.session,
+        confirmation_id=confirmation_id,
+        turn_id=turn.turn_id,
+        call_id=call.id,
+        tool=tool.name,
+        arguments=dict(call.input),
+        prompt=f"Allow {tool.name} with {json.dumps(call.input, sort_keys=True)}?",
+        status=ConfirmationStatus.ACCEPTED,
+        by=f"{POLICY_BY}{approval.policy}",
+        created_at=now,
+        resolved_at=now,
+        reason=reason,
+    )
+    event = ApprovedByPolicy(
+        session=turn.session,
+        turn_id=turn.turn_id,
+        call_id=call.id,
+        tool=tool.name,
+        confirmation_id=confirmation_id,
+        policy=approval.policy,
+        reason=reason,
+    )
+    return StepCommit(
+        turn_id=turn.turn_id,
+        step_id=approval_step_id(call.id),
+        step_value={
+            "confirmation_id": confirmation_id,
+            "policy": approval.policy,
+            "reason": reason,
+        },
+        events=[event],
+        confirmations=[record],
+    )
