@@ -21,6 +21,7 @@ from agent._errors import (
     EffectNotAppliedError,
     EffectUncertainError,
     FatalToolError,
+    GrantNotFoundError,
     LeaseLostError,
     ModelError,
     RequestExpiredError,
@@ -63,6 +64,7 @@ from agent._hitl_answering import grant_answer
 from agent._hitl_capability_confirmation import NeedsConfirmation
 from agent._hitl_checks import AnswerRequest, Grant, Principal, ResumeRequest
 from agent._hitl_confirm import confirmation_digest, grant_confirmation
+from agent._hitl_grants import GRANTS_POLICY, AllowAgain, revoke_grant, standing_grants
 from agent._hitl_inbox import PendingApproval, RecentTurn, request_tally
 from agent._hitl_policy_hook import ApproveAutomatically, PolicyApproval, ProposedWrite
 from agent._hitl_quorum import Tally
@@ -101,7 +103,7 @@ from agent._turn_env import DEFAULT_TOOL_CONCURRENCY
 from agent._turn_input import InboundEvent, Speaker, Trigger, TurnInput
 from agent._turn_result import TurnResult
 from agent.models import ScriptedModel, ScriptedReply
-from agent.seams import EventSink, Model, ModelSettings, SessionStore
+from agent.seams import EventSink, GrantRecord, GrantScope, Model, ModelSettings, SessionStore
 
 if typing.TYPE_CHECKING:
     from agent.models._anthropic import AnthropicModel
@@ -110,6 +112,7 @@ if typing.TYPE_CHECKING:
 __all__ = [
     "DEFAULT_CONTEXT_MESSAGES",
     "DEFAULT_TOOL_CONCURRENCY",
+    "GRANTS_POLICY",
     "REDACTED",
     "STOP_POLICY",
     "AbnormalStopError",
@@ -118,6 +121,7 @@ __all__ = [
     "Agent",
     "AgentError",
     "AgentSession",
+    "AllowAgain",
     "AnswerRequest",
     "Answerer",
     "AnthropicModel",
@@ -143,6 +147,9 @@ __all__ = [
     "EventSink",
     "FatalToolError",
     "Grant",
+    "GrantNotFoundError",
+    "GrantRecord",
+    "GrantScope",
     "InboundEvent",
     "InputRequest",
     "InputRequested",
@@ -224,6 +231,8 @@ __all__ = [
     "password_in_url",
     "request_tally",
     "resolve_receipt",
+    "revoke_grant",
+    "standing_grants",
     "tool",
 ]
 

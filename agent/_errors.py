@@ -142,6 +142,13 @@ class ResumeValidationError(ResumeError):
     http_status = 422
 
 
+class GrantNotFoundError(ResumeError):
+    """No standing grant with that id in this person's workspace (one in another workspace is
+    not named to them either)."""
+
+    http_status = 404
+
+
 class EffectError(AgentError):
     """A durable effect could not be coordinated."""
 

@@ -158,9 +158,10 @@ class ApprovalVoted(_Event):
 
 
 class ApprovedByPolicy(_Event):
-    """A proposed write approved without a person, by the agent's `approve_automatically`
-    rule (`policy`, with its `reason`): the call runs next in this turn. Its confirmation row
-    says the same (`by` "policy:<policy>")."""
+    """A proposed write approved without asking anyone: by the agent's `approve_automatically`
+    rule (`policy`, with its `reason`) or by a standing grant a person gave earlier; the call
+    runs next in this turn. Its confirmation row says the same (`by` "policy:<policy>" or
+    "grant:<grant id>")."""
 
     type: Literal["approval.automatic"] = "approval.automatic"
     call_id: str
@@ -168,6 +169,10 @@ class ApprovedByPolicy(_Event):
     confirmation_id: str
     policy: str
     reason: str
+    grant_id: str | None = Field(default=None, exclude_if=_unless_none)
+    granted_by: str | None = Field(default=None, exclude_if=_unless_none)
+    """Set when a standing grant let the call through (`policy` is then "standing-grant"):
+    which grant, and who granted it."""
 
 
 class TurnCompleted(_Event):

@@ -1,4 +1,8 @@
-"""Approval by policy, without a person: the agent's `approve_automatically` hook.
+"""Approval without asking anyone: a standing grant, or the agent's `approve_automatically`.
+
+A `confirmation="required"` call a live standing grant covers (`agent._hitl_grants`) runs
+approved by it, recorded the same way as a policy's approval below (policy "standing-grant",
+`by` "grant:<id>"); otherwise the agent's rule is asked.
 
 Every proposed write used to need a person, so a $2 refund from a scheduled turn (nobody spoke,
 nobody to ask) could not run at all. An agent may now declare a rule, an async hook beside
@@ -20,6 +24,7 @@ what the hook read).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import Any
@@ -27,17 +32,24 @@ from typing import Any
 from agent._events import ApprovedByPolicy
 from agent._hitl_answer_notes import clean_reason
 from agent._hitl_checks import workspace_of
+from agent._hitl_grants import covering_grant, grant_reason
 from agent._hitl_policy_hook import ApproveAutomatically, PolicyApproval, ProposedWrite
 from agent._messages import ToolCall
 from agent._tool_turn import ToolTurn
 from agent._tools import Tool
 from agent._turn_input import ConfirmationAnswer
-from agent.seams import ConfirmationRecord, ConfirmationStatus, StepCommit
+from agent.seams import ConfirmationRecord, ConfirmationStatus, GrantRecord, StepCommit
 
 log = logging.getLogger("agent.approvals")
 
 POLICY_BY = "policy:"
 """How a confirmation approved by a policy names who answered: `policy:<name>`."""
+GRANT_BY = "grant:"
+"""And one a standing grant let through: `grant:<grant id>`."""
+HOOK_SECONDS = 10.0
+"""How long the rule may take; past it the call goes to a person (a turn never hangs on it)."""
+STANDING_GRANT = "standing-grant"
+"""The policy name a call let through by a standing grant is recorded under."""
 
 
 def approval_step_id(call_id: str) -> str:
@@ -71,6 +83,11 @@ async def approved_by_policy(turn: ToolTurn, call: ToolCall, tool: Tool) -> bool
     now by the agent's hook, whose approval is committed before this returns True."""
     if policy_answer(turn, call) is not None:
         return True
+    grant = await covering_grant(turn, tool)
+    if grant is not None:
+        granted = PolicyApproval(policy=STANDING_GRANT, reason=grant_reason(grant))
+        await turn.commit(_approval_commit(turn, call, tool, granted, grant=grant))
+        return True
     hook = turn.env.agent.approve_automatically
     if hook is None:
         return False
@@ -96,8 +113,9 @@ async def approved_by_policy(turn: ToolTurn, call: ToolCall, tool: Tool) -> bool
 
 async def _ask(hook: ApproveAutomatically, proposal: ProposedWrite) -> PolicyApproval | None:
     try:
-        chosen: Any = await hook(proposal)
-    except Exception as exc:
+        async with asyncio.timeout(HOOK_SECONDS):
+            chosen: Any = await hook(proposal)
+    except Exception as exc:  # TimeoutError included: a rule that hangs approves nothing
         log.warning(
             "approve_automatically failed (%s) for %s in %s; a person is asked instead",
             type(exc).__name__,
@@ -116,8 +134,17 @@ async def _ask(hook: ApproveAutomatically, proposal: ProposedWrite) -> PolicyApp
     return None
 
 
+def _answered_by(approval: PolicyApproval, grant: GrantRecord | None) -> str:
+    return f"{GRANT_BY}{grant.grant_id}" if grant is not None else f"{POLICY_BY}{approval.policy}"
+
+
 def _approval_commit(
-    turn: ToolTurn, call: ToolCall, tool: Tool, approval: PolicyApproval
+    turn: ToolTurn,
+    call: ToolCall,
+    tool: Tool,
+    approval: PolicyApproval,
+    *,
+    grant: GrantRecord | None = None,
 ) -> StepCommit:
     now = turn.env.clock()
     confirmation_id = f"{turn.turn_id}:{call.id}"
@@ -131,7 +158,7 @@ def _approval_commit(
         arguments=dict(call.input),
         prompt=f"Allow {tool.name} with {json.dumps(call.input, sort_keys=True)}?",
         status=ConfirmationStatus.ACCEPTED,
-        by=f"{POLICY_BY}{approval.policy}",
+        by=_answered_by(approval, grant),
         created_at=now,
         resolved_at=now,
         reason=reason,
@@ -144,6 +171,8 @@ def _approval_commit(
         confirmation_id=confirmation_id,
         policy=approval.policy,
         reason=reason,
+        grant_id=grant.grant_id if grant is not None else None,
+        granted_by=grant.granted_by if grant is not None else None,
     )
     return StepCommit(
         turn_id=turn.turn_id,

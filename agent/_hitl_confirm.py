@@ -31,9 +31,11 @@ from agent._hitl_checks import (
     request_digest,
     workspace_of,
 )
+from agent._hitl_grants import AllowAgain, check_allow_again, issue_standing_grant
 from agent._hitl_quorum import Ballot, Tally, VoteTarget, tally
 from agent._hitl_requests import ConfirmationRequest
 from agent._session_host import SessionHandle
+from agent._turn_input import TurnInput
 from agent.seams import (
     ConfirmationRecord,
     ConfirmationStatus,
@@ -138,6 +140,7 @@ async def answer_confirmation(
     alongside: Callable[[StoreHandle], None] | None,
     turn_id: str | None,
     digest: str | None,
+    allow_again: AllowAgain | None = None,
 ) -> str:
     """The body of `AgentSession.confirm` (see there); returns the follow-up turn's id."""
     runtime = session.runtime
@@ -150,6 +153,18 @@ async def answer_confirmation(
     by = answering_user(by, principal)
     authorize(record.answerers, by=by, granted=granted, digest=confirmation_digest(record))
     said = clean_reason(reason, runtime.redact)
+    standing: tuple[TurnInput | None, str, str | None] | None = None
+    if allow_again is not None:
+        proposing = await store.get_turn(record.session, record.turn_id)
+        turn_input = proposing.input if proposing is not None else None
+        speaker, channel = check_allow_again(
+            allow_again,
+            accepted=accepted,
+            record=record,
+            tool=session.agent.tool_named(record.tool),
+            proposing=turn_input,
+        )
+        standing = (turn_input, speaker, channel)
     follow_up = f"confirm:{confirmation_id}"
     decided: Tally | None = None
     if isinstance(record.answerers, QuorumAnswerer):
@@ -196,6 +211,17 @@ async def answer_confirmation(
         if decided is not None and now.status == status:
             return follow_up  # a racing deciding vote resolved it: the outcome stands
         raise ResumeConflictError(_settled(now)) from None
+    if allow_again is not None and standing is not None and by is not None:
+        await issue_standing_grant(
+            store,
+            allow_again,
+            record=record,
+            proposing=standing[0],
+            speaker=standing[1],
+            channel=standing[2],
+            by=by,
+            now=runtime.clock(),
+        )
     for event in events:
         await runtime.hub.emit(event)
     runtime.kick(session.key)

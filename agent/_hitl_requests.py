@@ -81,6 +81,9 @@ class ConfirmationRequest(BaseModel):
     status: Literal["pending"] = "pending"
     expires_at: float | None = Field(default=None, exclude_if=_unless_none)
     """When the proposal expires if nobody answers; None: never (left out of the JSON)."""
+    grantable_for: float | None = Field(default=None, exclude_if=_unless_none)
+    """Seconds for which whoever approves may allow the tool's later calls again (a standing
+    grant; `@tool(grantable_for=)`), so a surface can offer it; None: not offered."""
 
 
 def parked_request(checkpoint: JsonValue) -> InputRequest | None:

@@ -25,6 +25,7 @@ from agent._hitl_checks import (
     answering_user,
 )
 from agent._hitl_confirm import answer_confirmation
+from agent._hitl_grants import AllowAgain
 from agent._hitl_inbox import request_tally
 from agent._hitl_quorum import Tally
 from agent._hitl_requests import InputRequest, parked_requests
@@ -347,6 +348,7 @@ class AgentSession:
         alongside: Callable[[StoreHandle], None] | None = None,
         turn_id: str | None = None,
         digest: str | None = None,
+        allow_again: AllowAgain | None = None,
     ) -> str:
         """Answer a proposed write; returns the id of the turn that acts on the answer.
 
@@ -367,6 +369,10 @@ class AgentSession:
         A proposal whose answerers are a `Quorum` takes votes, as `resume` does: the vote is
         stored, and the acting turn (whose id is returned either way) is queued only once the
         votes decide; `tally` tells where it stands.
+
+        `allow_again` (with an approval, for a tool declared `grantable_for`): also allow the
+        tool's later calls for the same speaker in this thread or channel, for that long, as a
+        standing grant (`agent._hitl_grants`); refused (422, nothing applied) where it cannot be.
         """
         return await answer_confirmation(
             self,
@@ -379,6 +385,7 @@ class AgentSession:
             alongside=alongside,
             turn_id=turn_id,
             digest=digest,
+            allow_again=allow_again,
         )
 
     async def tally(

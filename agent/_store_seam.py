@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from agent._grant_seam import GrantRecord, Grants, GrantScope
 from agent._ledger_seam import Ledgers, Retention
 from agent._queue_seam import Approvals, TurnQueue
 from agent._step_seam import StepLog, StoreHandle
@@ -16,6 +17,9 @@ from agent._vote_seam import VoteRecord, Votes
 
 __all__ = [
     "Approvals",
+    "GrantRecord",
+    "GrantScope",
+    "Grants",
     "Ledgers",
     "Retention",
     "SessionStore",
@@ -27,7 +31,7 @@ __all__ = [
 ]
 
 
-class SessionStore(TurnQueue, StepLog, Approvals, Votes, Ledgers, Retention, Protocol):
+class SessionStore(TurnQueue, StepLog, Approvals, Votes, Grants, Ledgers, Retention, Protocol):
     """Every role of the store in one: what a store implements and the engine holds."""
 
     async def close(self) -> None:

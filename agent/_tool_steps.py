@@ -23,6 +23,7 @@ from agent._errors import (
 )
 from agent._events import ActionCompleted, ActionRequested, ConfirmationRequested
 from agent._facts import FactsView
+from agent._hitl_answerers import QuorumAnswerer
 from agent._hitl_automatic import approved_by_policy, policy_answer, policy_note
 from agent._hitl_capability_confirmation import Consent, NeedsConfirmation, details_json
 from agent._hitl_checks import default_answerers
@@ -411,7 +412,11 @@ class ToolStepRunner:
         requested = ConfirmationRequested(
             session=turn.session,
             turn_id=turn.turn_id,
-            confirmation=confirmation_request(record),
+            confirmation=confirmation_request(
+                record,
+                # one voter of several must not waive the others' votes on later calls
+                grantable_for=None if isinstance(answerers, QuorumAnswerer) else tool.grantable_for,
+            ),
         )
         await turn.commit(
             self._commit(
@@ -431,7 +436,9 @@ def _note(ctx: ToolContext) -> str | None:
     return "\n".join(ctx.notes) or None
 
 
-def confirmation_request(record: ConfirmationRecord) -> ConfirmationRequest:
+def confirmation_request(
+    record: ConfirmationRecord, *, grantable_for: float | None = None
+) -> ConfirmationRequest:
     """What `confirmation.requested` announces of a proposal just recorded (so still pending)."""
     return ConfirmationRequest(
         id=record.confirmation_id,
@@ -443,6 +450,7 @@ def confirmation_request(record: ConfirmationRecord) -> ConfirmationRequest:
         answerers=record.answerers,
         details=record.details,
         expires_at=record.expires_at,
+        grantable_for=grantable_for,
     )
 
 

@@ -76,6 +76,9 @@ class Tool:
     """At most this many calls of the tool run at once in one batch (an async tool's calls run
     side by side); 1 keeps a tool whose calls must not overlap serial. None: only the turn's
     bound (`Runtime(tool_concurrency=)`)."""
+    grantable_for: float | None = None
+    """Seconds, at most, for which a person approving a call may allow the tool's later calls
+    again without asking (a standing grant, `agent._hitl_grants`); None: every call is asked."""
 
     @property
     def may_ask(self) -> bool:
@@ -170,6 +173,7 @@ def make_tool(
     answerers: AnswererInput | AnswerersFor | None = None,
     expires_after: float | None = None,
     concurrency: int | None = None,
+    grantable_for: float | None = None,
 ) -> Tool:
     tool_name = name or fn.__name__
     answerers_for = answerers if callable(answerers) else None
@@ -191,6 +195,7 @@ def make_tool(
         lifetime = check_expiry(expires_after, what=f"tool {tool_name!r}")
     except ValueError as err:
         raise AssemblyError(str(err)) from None
+    _check_grantable(tool_name, grantable_for, effect, confirmation)
     model, ctx_param = _schema_model(fn, tool_name)
     doc = inspect.getdoc(fn) or ""
     return Tool(
@@ -207,7 +212,32 @@ def make_tool(
         input_schema=_clean_schema(model.model_json_schema()),
         expires_after=lifetime if expires_after is None or lifetime is not None else math.inf,
         concurrency=concurrency,
+        grantable_for=grantable_for,
     )
+
+
+def _check_grantable(
+    name: str, grantable_for: float | None, effect: Effect, confirmation: Confirmation
+) -> None:
+    """A standing grant lets later calls skip the question a `confirmation="required"` write
+    asks; on any other tool there is no question to skip, or (a capability) its details are
+    checked per call, so a grant there would be a promise the engine does not keep."""
+    if grantable_for is None:
+        return
+    if (
+        isinstance(grantable_for, bool)
+        or not isinstance(grantable_for, int | float)
+        or not 0 < grantable_for < math.inf
+    ):
+        raise AssemblyError(
+            f"tool {name!r}: grantable_for must be a positive, finite number of seconds, "
+            f"not {grantable_for!r}"
+        )
+    if effect != "write" or confirmation != "required":
+        raise AssemblyError(
+            f"tool {name!r}: grantable_for is only for effect='write', "
+            "confirmation='required' tools"
+        )
 
 
 @overload
@@ -224,6 +254,7 @@ def tool(
     answerers: AnswererInput | AnswerersFor | None = None,
     expires_after: float | None = None,
     concurrency: int | None = None,
+    grantable_for: float | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -238,6 +269,7 @@ def tool(
     answerers: AnswererInput | AnswerersFor | None = None,
     expires_after: float | None = None,
     concurrency: int | None = None,
+    grantable_for: float | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Declare a tool. `def` → local (exactly-once through the store), `async def` → remote.
 
@@ -248,7 +280,9 @@ def tool(
     malformed one being the call's error.
     `expires_after` (seconds; `math.inf` for never) bounds how long what the tool asks waits
     for an answer: its confirmation, and its `ctx.request_input` calls that name no limit.
-    `concurrency` caps how many of its calls run at once in one batch (1: never overlapping)."""
+    `concurrency` caps how many of its calls run at once in one batch (1: never overlapping).
+    `grantable_for` (seconds; a `confirmation="required"` write only) lets whoever approves a
+    call also allow later ones, in the thread or the channel, for up to that long."""
 
     def wrap(f: Callable[..., Any]) -> Tool:
         return make_tool(
@@ -260,6 +294,7 @@ def tool(
             answerers=answerers,
             expires_after=expires_after,
             concurrency=concurrency,
+            grantable_for=grantable_for,
         )
 
     return wrap(fn) if fn is not None else wrap

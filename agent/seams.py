@@ -1,10 +1,10 @@
 """What a store, a model adapter, a sink or a dispatcher author needs: the engine's seams.
 
 The engine stands on three: everything it persists goes through `SessionStore` (composed of
-one Protocol per role: `TurnQueue`, `StepLog`, `Approvals`, `Votes`, `Ledgers`, `Retention`),
-everything it shows live through `EventSink`, every model call through `Model`. Between
-processes it can also use a `Dispatcher` (who runs which turn, now) and an `EventRelay` (live
-events from elsewhere).
+one Protocol per role: `TurnQueue`, `StepLog`, `Approvals`, `Votes`, `Grants`, `Ledgers`,
+`Retention`), everything it shows live through `EventSink`, every model call through `Model`.
+Between processes it can also use a `Dispatcher` (who runs which turn, now) and an `EventRelay`
+(live events from elsewhere).
 
 Besides the Protocols, this module is where an implementation finds everything it handles: the
 records crossing the store seam (frozen dataclasses, so a store needs nothing of the engine's
@@ -90,6 +90,9 @@ from agent._records import (
 from agent._redaction import Redactor
 from agent._store_seam import (
     Approvals,
+    GrantRecord,
+    Grants,
+    GrantScope,
     Ledgers,
     Retention,
     SessionStore,
@@ -117,6 +120,9 @@ __all__ = [
     "EventSink",
     "FactRecord",
     "FatalToolError",
+    "GrantRecord",
+    "GrantScope",
+    "Grants",
     "JsonValue",
     "Lease",
     "LeaseLostError",

@@ -53,6 +53,7 @@ from storage.ledger_records import timer_record
 from storage.memory import prune as memory_prune
 from storage.memory import state as ops
 from storage.memory import votes as memory_votes
+from storage.memory.grants import GrantMethods, GrantRows
 from storage.memory.ledger_methods import LedgerMethods, run_alongside
 from storage.memory.state import NoHandle, RowIds, Rows, SessionState
 from storage.memory.transcript import transcript_tail
@@ -71,13 +72,15 @@ from storage.records import (
 R = TypeVar("R")
 
 
-class MemoryStore(LedgerMethods):
+class MemoryStore(LedgerMethods, GrantMethods):
     """A `SessionStore` in process memory; everything is lost when the process ends."""
 
     def __init__(self) -> None:
         self._lock = asyncio.Lock()
         self._sessions: dict[str, SessionState] = {}
         self._ids = RowIds()
+        self._grants: GrantRows = {}
+        """Standing grants span sessions (a CHANNEL grant covers many), so the store holds them."""
 
     async def close(self) -> None:
         """Nothing to release; kept so the store is interchangeable with `SqlStore`."""

@@ -212,6 +212,36 @@ approval_votes = Table(
     ),
 )
 
+standing_grants = Table(
+    "standing_grants",
+    metadata,
+    # "Approve, and allow this again": one row per grant, issued with the approval it came with
+    # and kept after it lapses or is revoked (the timeline names it). Not a session's row: a
+    # CHANNEL grant covers every session in its channel, so a reset archives none of them.
+    Column("id", RowId, primary_key=True, autoincrement=True),
+    Column("grant_id", Text, nullable=False),
+    Column("tool", Text, nullable=False),
+    Column("team", Text, nullable=False),
+    Column("enterprise", Text, nullable=True),
+    # `thread` (covers `session_key`) or `channel` (covers `channel`).
+    Column("scope", Text, nullable=False),
+    Column("session_key", Text, nullable=False),
+    Column("channel", Text, nullable=True),
+    Column("speaker", Text, nullable=False),
+    Column("granted_by", Text, nullable=False),
+    Column("confirmation_id", Text, nullable=False),
+    Column("created_at", Double, nullable=False),
+    # Checked against the clock when a grant is used, so nothing has to fire for it to lapse.
+    Column("expires_at", Double, nullable=False),
+    Column("revoked_at", Double, nullable=True),
+    Column("revoked_by", Text, nullable=True),
+    UniqueConstraint("grant_id", name="uq_standing_grants_grant_id"),
+    # One grant per approval: an answer retried after a crash inserts nothing the second time.
+    UniqueConstraint("session_key", "confirmation_id", name="uq_standing_grants_approval"),
+    # `find_grant`, asked before a grantable tool's proposed call: this workspace, tool, speaker.
+    Index("ix_standing_grants_team_tool_speaker", "team", "tool", "speaker"),
+)
+
 receipts = Table(
     "receipts",
     metadata,
@@ -328,6 +358,7 @@ STORE_TABLES = (
     facts,
     approval_timers,
     approval_votes,
+    standing_grants,
     archived_messages,
     archived_steps,
     archived_events,

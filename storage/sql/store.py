@@ -1,10 +1,10 @@
 """`SqlStore`: the `SessionStore` seam on SQLAlchemy Core, for SQLite and PostgreSQL.
 
 Each method is one transaction (a prune batch: a read, then one write) whose body is a sync
-function in `sql_turns`, `sql_parks`, `sql_commit`, `sql_reset`, `sql_ledgers` or `sql_prune`;
-the dialect's executor runs it on a worker thread (SQLite's one, or one of PostgreSQL's pool),
-never on the event loop. The SQL is written once; this class only encodes arguments, picks read
-or write, and numbers events.
+function in `sql_turns`, `sql_parks`, `sql_commit`, `sql_reset`, `sql_ledgers`, `sql_prune` or
+`storage.sql.grants` (whose `GrantMethods` this class mixes in); the dialect's executor runs it
+on a worker thread (SQLite's one, or one of PostgreSQL's pool), never on the event loop. The SQL
+is written once; this class only encodes arguments, picks read or write, and numbers events.
 
 Every write starts by touching the session row, so writes to one session serialise on that row
 (PostgreSQL row lock; SQLite's database write lock, taken up front by BEGIN IMMEDIATE). A fenced
@@ -60,11 +60,12 @@ from storage.sql import votes as sql_votes
 from storage.sql.commit import run_local
 from storage.sql.dialects import SqlDialect, dialect_for
 from storage.sql.executor import TransactionExecutor
+from storage.sql.grants import GrantMethods
 
 R = TypeVar("R")
 
 
-class SqlStore:
+class SqlStore(GrantMethods):
     """A `SessionStore` on a SQL database; make one with `await SqlStore.open(url)`."""
 
     def __init__(self, executor: TransactionExecutor, dialect: SqlDialect) -> None:

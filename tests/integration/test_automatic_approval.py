@@ -51,9 +51,10 @@ class SmallRefunds:
     """A rule that approves refunds up to $5 (and, once `spent`, nothing more), and remembers
     everything it was shown."""
 
-    def __init__(self, *, fails: bool = False, returns: Any = None) -> None:
+    def __init__(self, *, fails: bool = False, returns: Any = None, hangs: bool = False) -> None:
         self.shown: list[ProposedWrite] = []
         self.fails = fails
+        self.hangs = hangs
         self.returns = returns
         self.spent = False
 
@@ -61,6 +62,8 @@ class SmallRefunds:
         self.shown.append(proposal)
         if self.fails:
             raise RuntimeError("db password hunter2 leaked")
+        if self.hangs:
+            await asyncio.Event().wait()
         if self.returns is not None:
             return self.returns  # type: ignore[no-any-return]
         amount = proposal.arguments.get("amount")
@@ -141,16 +144,20 @@ async def test_a_refund_over_the_limit_goes_to_the_person_who_asked(store: Sessi
     assert PAID == [("42", 50.0)]
 
 
-@pytest.mark.parametrize("broken", ["raises", "returns a dict"])
+@pytest.mark.parametrize("broken", ["raises", "returns a dict", "hangs"])
 async def test_a_rule_that_fails_approves_nothing_and_a_person_is_asked(
-    store: SessionStore, broken: str, caplog: pytest.LogCaptureFixture
+    store: SessionStore,
+    broken: str,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     PAID.clear()
-    rule = (
-        SmallRefunds(fails=True)
-        if broken == "raises"
-        else SmallRefunds(returns={"policy": "small-refunds", "reason": "ok"})
-    )
+    monkeypatch.setattr("agent._hitl_automatic.HOOK_SECONDS", 0.2)
+    rule = {
+        "raises": SmallRefunds(fails=True),
+        "returns a dict": SmallRefunds(returns={"policy": "small-refunds", "reason": "ok"}),
+        "hangs": SmallRefunds(hangs=True),
+    }[broken]
     agent = Agent(name="ops", instructions="x", tools=[refund], approve_automatically=rule)
     rt = _runtime(store, agent, _model(1.0))
     try:
