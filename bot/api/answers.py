@@ -5,6 +5,10 @@ proposed write. Each reaches the same engine call a Slack click does (grant, the
 A request that needs several approvals (`Quorum`) takes the caller's answer as a vote: the
 reply's `votes` says where it stands (`outcome` null: still waiting for others), and the turn
 resumes (or the write's turn is queued) only once the votes decide.
+
+A confirmation may carry `allow_again` ("Approve, and allow this again"): the engine issues a
+standing grant with the approval, or refuses both (422, nothing applied); the reply names the
+grant (`bot.api.grants`).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from agent import (
     grant_answer,
     grant_confirmation,
 )
+from bot.api import grants
 from bot.api.addressed import Addressed, hooked
 from bot.api.schemas import (
     ConfirmBody,
@@ -78,6 +83,7 @@ async def confirm(where: Addressed, confirmation_id: str, body: ConfirmBody) -> 
         granted=granted,
         reason=body.reason,
         digest=body.digest,
+        allow_again=grants.allow_again(body.allow_again),
     )
     proposal = await where.session.runtime.store.get_confirmation(where.stored, confirmation_id)
     voted = (
@@ -92,6 +98,7 @@ async def confirm(where: Addressed, confirmation_id: str, body: ConfirmBody) -> 
         turn_id=follow_up,
         poll=where.poll(follow_up),
         votes=votes_out(voted),
+        grant=await grants.issued(where, confirmation_id) if body.allow_again else None,
     )
 
 

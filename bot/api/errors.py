@@ -6,8 +6,10 @@ the engine's errors to status codes, so every route answers a refusal alike.
     StopAuthorizationError     403   not this person's to stop (cancel)
     ResumeConflictError        409   not pending, another turn or input, a stale digest, expired
     SessionSuspendedError      409   the session waits on an answer; no new turn until then
-    ResumeValidationError      422   the answer does not fit the request's schema
+    ResumeValidationError      422   the answer does not fit the request's schema (or a grant
+                                     `allow_again` asks for that the engine will not issue)
     TurnNotFoundError          404
+    GrantNotFoundError         404   no such standing grant (or another workspace's)
     StoreUnavailableError      503   the database is away; nothing was applied, retry
     anything else              500   logged; the text never reaches the caller
 
@@ -27,6 +29,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from agent import (
+    GrantNotFoundError,
     ResumeAuthorizationError,
     ResumeConflictError,
     ResumeValidationError,
@@ -88,6 +91,8 @@ def engine_error(err: Exception) -> ApiError | None:
             return ApiError(422, str(err))
         case TurnNotFoundError():
             return ApiError(404, "no such turn on this session")
+        case GrantNotFoundError():
+            return ApiError(404, "no such standing grant")
         case StoreUnavailableError():
             return ApiError(
                 503,

@@ -23,11 +23,13 @@ SSE = "text/event-stream"
 ERRORS = {
     400: "Malformed path, query, header or body (not JSON, not UTF-8).",
     401: "No bearer token, or not a valid one (`WWW-Authenticate: Bearer`).",
-    403: "Not this principal's to do (another person's answer, another speaker).",
-    404: "No such session or turn (another team's sessions are never found).",
+    403: "Not this principal's to do (another person's answer, another speaker, another "
+    "person's grant).",
+    404: "No such session, turn or grant (another team's are never found).",
     409: "Not pending, answered already, a stale digest, or the session waits on an answer.",
     413: "The body is too large.",
-    422: "The body does not fit the schema, or the answer does not fit the request's.",
+    422: "The body does not fit the schema, the answer does not fit the request's, or the "
+    "engine will not issue the grant `allow_again` asks for (nothing applied).",
     500: "The agent's authorize_answer hook failed; nothing was applied.",
     503: "The database is unavailable; nothing was applied (retry).",
 }
@@ -209,6 +211,35 @@ def _paths() -> dict[str, Any]:
                     "200": _answer("Applied.", "ResetOut"),
                     "202": _answer("Queued behind a running turn; it applies.", "ResetOut"),
                     **_errors(400, 401, 404, 503),
+                },
+            }
+        },
+        "/grants": {
+            "get": {
+                "summary": "The standing grants live now in this principal's workspace.",
+                "responses": {
+                    "200": _answer("Newest first.", "GrantsOut"),
+                    **_errors(401, 503),
+                },
+            }
+        },
+        "/grants/{grant_id}": {
+            "delete": {
+                "summary": "Revoke a standing grant, as this principal (the granter, the person "
+                "it covers, or whom the grants policy admits).",
+                "parameters": [
+                    {
+                        "name": "grant_id",
+                        "in": "path",
+                        "required": True,
+                        "schema": {"type": "string"},
+                    }
+                ],
+                "responses": {
+                    "200": _answer(
+                        "Revoked: the grant as stored (the first revocation stands).", "GrantOut"
+                    ),
+                    **_errors(400, 401, 403, 404, 500, 503),
                 },
             }
         },

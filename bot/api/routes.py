@@ -20,7 +20,7 @@ from starlette.routing import Route
 from bot.api.auth import Caller
 from bot.api.bodies import read_body
 from bot.api.errors import ApiError, engine_error, response
-from bot.api.schemas import CancelBody, ConfirmBody, ResumeBody, TurnBody
+from bot.api.schemas import MAX_ID_CHARS, CancelBody, ConfirmBody, ResumeBody, TurnBody
 from bot.api.service import ApiService
 
 log = logging.getLogger(__name__)
@@ -175,6 +175,17 @@ async def post_reset(service: ApiService, caller: Caller, request: Request) -> R
     return _json(out, 200 if applied else 202)
 
 
+async def get_grants(service: ApiService, caller: Caller, request: Request) -> Response:
+    return _json(await service.grants(caller))
+
+
+async def delete_grant(service: ApiService, caller: Caller, request: Request) -> Response:
+    grant_id = request.path_params["grant_id"]
+    if not 0 < len(grant_id) <= MAX_ID_CHARS:
+        raise ApiError(400, f"a grant id is 1-{MAX_ID_CHARS} characters")
+    return _json(await service.revoke_grant(caller, grant_id))
+
+
 ROUTES: list[tuple[str, str, Handler]] = [
     ("POST", "/sessions/{key}/turns", post_turn),
     ("GET", "/sessions/{key}/turns/{turn_id}", get_turn),
@@ -184,6 +195,8 @@ ROUTES: list[tuple[str, str, Handler]] = [
     ("POST", "/sessions/{key}/confirmations/{confirmation_id}", post_confirmation),
     ("POST", "/sessions/{key}/cancel", post_cancel),
     ("POST", "/sessions/{key}/reset", post_reset),
+    ("GET", "/grants", get_grants),
+    ("DELETE", "/grants/{grant_id}", delete_grant),
 ]
 
 

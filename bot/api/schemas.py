@@ -57,6 +57,17 @@ class ResumeBody(_Body):
     reason: str | None = Field(default=None, max_length=MAX_REASON_CHARS)
 
 
+class AllowAgainBody(_Body):
+    """ "Approve, and allow this again": with an approval of a tool declared `grantable_for`,
+    also let that tool's later calls from the same speaker run without asking, in this thread
+    or this channel, for `seconds` (at most the tool's limit). Where the engine cannot issue the
+    grant (a denial, a tool that does not allow it, too long, several approvers needed, no
+    verified speaker, no channel) the answer is a 422 with its reason and nothing is applied."""
+
+    scope: Literal["thread", "channel"]
+    seconds: float = Field(gt=0, allow_inf_nan=False, description="How long the grant lasts.")
+
+
 class ConfirmBody(_Body):
     """`POST /sessions/{key}/confirmations/{id}`: approve or deny a proposed write."""
 
@@ -69,6 +80,10 @@ class ConfirmBody(_Body):
         description="The proposal's digest (from GET pending): given, the answer binds to "
         "the exact proposal shown, and one that is not it is a 409. Left out, the "
         "confirmation id alone names it (a proposal never changes once recorded).",
+    )
+    allow_again: AllowAgainBody | None = Field(
+        default=None,
+        description="With `accepted` true: also issue a standing grant (see `AllowAgainBody`).",
     )
 
 
@@ -222,6 +237,33 @@ class ResumeOut(_Out):
     )
 
 
+class GrantOut(_Out):
+    """A standing grant as stored: which tool, where, whose calls it covers, who granted it and
+    when (times in seconds since the epoch), and its revocation, if any."""
+
+    grant_id: str
+    tool: str
+    team: str
+    enterprise: str | None
+    scope: Literal["thread", "channel"]
+    session: str = Field(
+        description="The engine's key of the session it was granted in (`api:<team>:<key>` "
+        "for an API session, `slack:...` for a Slack thread); a `thread` grant covers only it."
+    )
+    channel: str | None = Field(description="The channel a `channel` grant covers.")
+    speaker: str = Field(description="Whose calls it covers (a user id).")
+    granted_by: str
+    confirmation_id: str = Field(description="The approval it came with.")
+    created_at: float
+    expires_at: float
+    revoked_at: float | None
+    revoked_by: str | None
+
+
+class GrantsOut(_Out):
+    grants: list[GrantOut] = Field(description="Live grants of the workspace, newest first.")
+
+
 class ConfirmOut(_Out):
     session: str
     confirmation_id: str
@@ -233,6 +275,11 @@ class ConfirmOut(_Out):
     poll: str
     votes: VotesOut | None = Field(
         default=None, description="For a proposal that needs several approvals: the tally."
+    )
+    grant: GrantOut | None = Field(
+        default=None,
+        description="The standing grant `allow_again` issued (null without one): its "
+        "`grant_id` is what `DELETE /grants/{grant_id}` revokes.",
     )
 
 
@@ -269,6 +316,8 @@ ANSWERS: tuple[type[BaseModel], ...] = (
     PendingOut,
     ResumeOut,
     ConfirmOut,
+    GrantOut,
+    GrantsOut,
     CancelOut,
     ResetOut,
     ErrorOut,

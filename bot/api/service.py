@@ -13,6 +13,8 @@ token's principal where Slack has the signed clicker.
   reset is `session.reset()`; pending is `session.pending()`, the session's pending
   confirmations, and `runtime.answerable(principal)` for which of them this principal may
   answer.
+- Standing grants are `standing_grants` / `revoke_grant` with the token's principal, and the
+  agent's `authorize_answer` for policy `GRANTS_POLICY` (`bot.api.grants`).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from agent import (
     TurnResult,
     TurnStatus,
 )
-from bot.api import answers, keys
+from bot.api import answers, grants, keys
 from bot.api.addressed import Addressed, hooked
 from bot.api.auth import Caller, TokenTable
 from bot.api.errors import ApiError, unauthorized
@@ -48,6 +50,8 @@ from bot.api.schemas import (
     ConfirmBody,
     ConfirmOut,
     EventsOut,
+    GrantOut,
+    GrantsOut,
     PendingOut,
     ResetOut,
     ResumeBody,
@@ -281,6 +285,14 @@ class ApiService:
 
     async def pending(self, where: Addressed) -> PendingOut:
         return await answers.pending(self.runtime, where)
+
+    # standing grants --------------------------------------------------------------------------
+
+    async def grants(self, caller: Caller) -> GrantsOut:
+        return await grants.listed(self.runtime, caller)
+
+    async def revoke_grant(self, caller: Caller, grant_id: str) -> GrantOut:
+        return await grants.revoke(self.runtime, self.agent, caller, grant_id)
 
     # control ---------------------------------------------------------------------------------
 

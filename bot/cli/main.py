@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-OPERATOR_COMMANDS = ("approvals", "turns", "cancel", "reset")
+OPERATOR_COMMANDS = ("approvals", "grants", "turns", "cancel", "reset")
 """`bot.cli.operator`'s commands (named here too, so `bot serve` never imports them)."""
 
 SERVING_COMMANDS = ("serve", "socket", "worker", "clock")

@@ -29,6 +29,8 @@ PATHS = [
     ("POST", "/sessions/s/confirmations/c"),
     ("POST", "/sessions/s/cancel"),
     ("POST", "/sessions/s/reset"),
+    ("GET", "/grants"),
+    ("DELETE", "/grants/g"),
 ]
 
 

@@ -36,6 +36,7 @@ ONE = {
     "reset": "1 when the reset was queued but not applied",
     "check": "1 when a turn started under another agent fingerprint is listed",
     "demo": "1 (--engine) the turn did not end as scripted",
+    "grants": "1 with --revoke, when the grant was no longer live",
 }
 """The commands the docs (docs/operations.md) say exit 1, and when."""
 
@@ -43,8 +44,8 @@ ONE = {
 def test_every_command_of_the_readme_is_there() -> None:
     assert set(COMMANDS) >= {
         "db upgrade", "db current", "serve", "socket", "worker", "sandbox", "clock", "demo",
-        "approvals", "turns", "cancel", "reset", "receipts list", "receipts resolve", "check",
-        "prune", "feedback",
+        "approvals", "grants", "turns", "cancel", "reset", "receipts list", "receipts resolve",
+        "check", "prune", "feedback",
     }  # fmt: skip
 
 

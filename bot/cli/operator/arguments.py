@@ -1,5 +1,6 @@
-"""What each operator command takes: `bot approvals`, `turns`, `cancel`, `reset`, `receipts`,
-`check`, `feedback` and `prune`, as argparse reads them, with the types of their arguments.
+"""What each operator command takes: `bot approvals`, `grants`, `turns`, `cancel`, `reset`,
+`receipts`, `check`, `feedback` and `prune`, as argparse reads them, with the types of their
+arguments.
 
 Kept apart from the commands, and importing neither the engine nor the database layer, so that
 `bot --help`, `bot <command> --help` and a mistyped argument answer at once: the commands'
@@ -37,6 +38,7 @@ DATABASE_URL_HELP = "the database (default: DATABASE_URL, or sqlite+aiosqlite://
 def add_parsers(sub: Any) -> None:
     """Every operator command, on the `bot` parser's subcommands."""
     _approvals(sub)
+    _grants(sub)
     _turns(sub)
     _cancel(sub)
     _reset(sub)
@@ -77,6 +79,39 @@ def _approvals(sub: Any) -> None:
     )
     approvals.add_argument("--json", action="store_true", help="JSON lines, one per request")
     _database(approvals)
+
+
+def _grants(sub: Any) -> None:
+    grants = sub.add_parser(
+        "grants",
+        help="standing grants (Approve & allow again): list them, or revoke one",
+        description="Every live standing grant of every workspace, newest first: the tool, "
+        "whose calls it covers, the thread or channel, who granted it and when it lapses. "
+        "--revoke ID revokes one at once, as an operator (no rights check: you hold the "
+        "database); the next call it covered is asked again.",
+        epilog=exit_codes(
+            one="with --revoke, when the grant was no longer live (revoked before, or "
+            "expired): nothing changed",
+            usage="an unknown grant id, --all or --by with the other mode",
+        ),
+    )
+    grants.add_argument(
+        "--all", action="store_true", help="also revoked and expired grants, each with its state"
+    )
+    grants.add_argument(
+        "--revoke", type=grant_id, default=None, metavar="ID", help="revoke this grant"
+    )
+    grants.add_argument(
+        "--by",
+        type=operator_name,
+        default=None,
+        metavar="NAME",
+        help="with --revoke: who revoked it, as the grant records it (default: operator)",
+    )
+    grants.add_argument(
+        "--json", action="store_true", help="JSON lines, one per grant (or what --revoke did)"
+    )
+    _database(grants)
 
 
 def _turns(sub: Any) -> None:
@@ -333,6 +368,21 @@ def slack_user(value: str) -> str:
     if not _USER_ID.fullmatch(value):
         raise argparse.ArgumentTypeError(f"{value!r} is not a Slack user id (like U024BE7LH)")
     return value
+
+
+def grant_id(value: str) -> str:
+    found = value.strip()
+    if not 0 < len(found) <= 128:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a grant id (like g_0123abcd…)")
+    return found
+
+
+def operator_name(value: str) -> str:
+    """`--by`: who acted, as a record keeps it: one line, 1-128 characters."""
+    name = " ".join(value.split())
+    if not 0 < len(name) <= 128:
+        raise argparse.ArgumentTypeError("--by takes a name of 1-128 characters")
+    return name
 
 
 def at_least_one(value: str) -> int:

@@ -1,17 +1,18 @@
 """How every operator command prints: a readable table, or `--json` as JSON lines.
 
-One convention for all of them (`bot approvals`, `bot turns`, `bot cancel`, `bot reset`,
-`bot receipts list`, and `bot feedback --format jsonl` before them): `--json` prints one JSON
-object per line, one per item listed, or one for what a command did; nothing else goes to
-stdout. An empty listing prints nothing (the table's "no ..." line is for people). Times are
-ISO 8601 in UTC; ages and durations are seconds (floats). Errors go to stderr as one line,
-whichever the format.
+One convention for all of them (`bot approvals`, `bot grants`, `bot turns`, `bot cancel`,
+`bot reset`, `bot receipts list`, and `bot feedback --format jsonl` before them): `--json`
+prints one JSON object per line, one per item listed, or one for what a command did; nothing
+else goes to stdout. An empty listing prints nothing (the table's "no ..." line is for people).
+Times are ISO 8601 in UTC; ages and durations are seconds (floats). Errors go to stderr as one
+line, whichever the format.
 
 Exit codes, each command's `--help` saying its own (`exit_codes`): 0 done; 1 done, and it found
 something a script should notice (`bot turns --stuck` listed a stuck turn, `bot cancel` found
-nothing left to cancel, `bot reset` was queued but not applied in time, `bot check` listed a
-turn under another agent); 2 a usage or configuration error (a bad argument, an unknown session
-or turn, a database that cannot be reached, does not exist or is not migrated).
+nothing left to cancel, `bot reset` was queued but not applied in time, `bot grants --revoke`
+found the grant no longer live, `bot check` listed a turn under another agent); 2 a usage or
+configuration error (a bad argument, an unknown session, turn or grant, a database that cannot
+be reached, does not exist or is not migrated).
 """
 
 from __future__ import annotations
