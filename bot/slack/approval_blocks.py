@@ -35,6 +35,13 @@ from storage.delivery.bodies import AnswerMark, PostBody
 
 APPROVE = "agent_approve"
 DENY = "agent_deny"
+ALLOW_AGAIN = "agent_approve_allow_again"
+"""Approve & allow again (`bot.slack.grant_modal`): offered on a proposed write of a tool that
+allows standing grants."""
+ALLOWED_AGAIN = "allowed_again"
+"""The key of an approval's `AnswerMark.extra` saying where and how long it was allowed again
+("in this thread for 1 day"), so the message says so whoever shows it (the click, or the
+renderer after a crash)."""
 Kind = Literal["input", "confirm"]
 MAX_MARKDOWN = 12_000  # a markdown block's text limit
 
@@ -149,8 +156,10 @@ def prompt_blocks(prompt: str) -> list[Block]:
 
 
 def approval_blocks(
-    ref: ApprovalRef, prompt: str, answerers: Answerer | None
+    ref: ApprovalRef, prompt: str, answerers: Answerer | None, grantable_for: float | None = None
 ) -> list[dict[str, Any]]:
+    """The request with its buttons; with `grantable_for` (the `confirmation.requested` event's:
+    the tool allows standing grants) also "Approve & allow again"."""
     value = ref.encode()
     approve = ButtonElement(
         text="Approve",
@@ -165,10 +174,16 @@ def approval_blocks(
         ),
     )
     deny = ButtonElement(text="Deny", action_id=DENY, value=value, style="danger")
+    elements = [approve, deny]
+    if grantable_for is not None and ref.kind == "confirm":
+        # No `confirm` dialog: the modal it opens is the confirmation.
+        elements.append(
+            ButtonElement(text="Approve & allow again", action_id=ALLOW_AGAIN, value=value)
+        )
     blocks = [
         *prompt_blocks(prompt),
         ContextBlock(elements=[MarkdownTextObject(text=who_may_answer(answerers))]),
-        ActionsBlock(block_id="approval", elements=[approve, deny]),
+        ActionsBlock(block_id="approval", elements=elements),
     ]
     return [block.to_dict() for block in blocks]
 
@@ -178,13 +193,20 @@ def answered_blocks(prompt: str, verdict: str) -> list[dict[str, Any]]:
     return [block.to_dict() for block in blocks]
 
 
-def verdict_text(accepted: bool, by: str | None, approved_by: list[str] | None = None) -> str:
-    """Who answered; for a quorum, everyone who approved (and, for a Deny, who denied)."""
+def verdict_text(
+    accepted: bool,
+    by: str | None,
+    approved_by: list[str] | None = None,
+    allowed_again: str | None = None,
+) -> str:
+    """Who answered; for a quorum, everyone who approved (and, for a Deny, who denied); for an
+    approval that also allowed the tool again, where and for how long."""
     who = f"<@{by}>" if by else "someone"
     if accepted and approved_by:
         who = ", ".join(f"<@{user}>" for user in approved_by)
     if accepted:
-        return f":white_check_mark: Approved by {who}"
+        again = f" and allowed it again {allowed_again}" if allowed_again else ""
+        return f":white_check_mark: Approved by {who}{again}"
     verdict = f":no_entry: Denied by {who}"
     if approved_by:
         verdict += " (approved by " + ", ".join(f"<@{user}>" for user in approved_by) + ")"
@@ -229,7 +251,13 @@ def answered_message(body: PostBody) -> tuple[str, list[dict[str, Any]]]:
         verdict = body.settled
     else:
         answered = body.answered or AnswerMark(by=None, accepted=False)
-        verdict = verdict_text(answered.accepted, answered.by, answered.approved_by)
+        again = answered.extra.get(ALLOWED_AGAIN)
+        verdict = verdict_text(
+            answered.accepted,
+            answered.by,
+            answered.approved_by,
+            again if isinstance(again, str) else None,
+        )
         if answered.reason and not answered.accepted:
             verdict += f": {answered.reason}"
     return f"{prompt}\n{verdict}", answered_blocks(prompt, verdict)

@@ -5,6 +5,9 @@ Deny first asks why, in a modal (`bot.slack.deny_modal`), where the person may a
 opens it (with the click's trigger, within Slack's three seconds) and its submission answers
 through this same path, with the reason. Where the modal cannot help (the clicker may not
 answer, the request is gone), the click is answered at once, as before, and refused the same.
+"Approve & allow again" opens its own modal the same way (`bot.slack.grant_clicks`), and its
+submission approves through this path with the standing grant chosen; a grant the engine
+refuses (422) is shown in the modal, nothing applied.
 
 The clicker's id and workspace come from the signed payload (`bot.slack.identity`, as Bolt reads
 them: in Enterprise Grid the org is `team.enterprise_id`), never from the button, whose value
@@ -35,6 +38,7 @@ from agent import (
     ResumeConflictError,
     ResumeError,
     ResumeRequest,
+    ResumeValidationError,
     Runtime,
     SessionSuspendedError,
     Tally,
@@ -43,6 +47,7 @@ from agent import (
 )
 from agent.seams import ConfirmationStatus, StoreHandle
 from bot.slack.approval_blocks import (
+    ALLOWED_AGAIN,
     NO_LONGER_PENDING,
     ApprovalRef,
     answered_blocks,
@@ -53,13 +58,15 @@ from bot.slack.calls import SlackCallError, call
 from bot.slack.clicks import Click, answer_mark, names, posted_as, shown_in
 from bot.slack.clients import SlackClients
 from bot.slack.deny_modal import ModalSeal, Opened, deny_modal, reason_of
+from bot.slack.grant_clicks import GrantOffers
+from bot.slack.grant_modal import SPAN_BLOCK
 from bot.slack.home import HomeTab, Inbox, ref_of
 from bot.slack.identity import principal_of
 from storage.delivery.bodies import AnswerMark
 from storage.delivery.store import DeliveryStore, Post, PostUpdate
 
 log = logging.getLogger(__name__)
-Ack = Callable[[], Awaitable[Any]]
+Ack = Callable[..., Awaitable[Any]]
 
 NOT_ALLOWED = "You can't answer this request: {why}."
 STALE = (
@@ -98,6 +105,7 @@ class AnswerHandler:
         self.inbox = inbox
         self.home = home
         self.seal = seal
+        self.grants = GrantOffers(self)
         self._showing: set[asyncio.Task[None]] = set()
 
     async def handle(self, body: dict[str, Any], ack: Ack | None = None) -> None:
@@ -109,6 +117,9 @@ class AnswerHandler:
             if ack is not None:
                 await ack()
             return
+        if click.wants_grant:
+            await self.grants.offer(click, ack)
+            return
         if not click.accepted and ack is not None and await self._asks_why(click):
             await ack()
             await self._open_modal(click)
@@ -118,6 +129,15 @@ class AnswerHandler:
     async def submit(self, body: dict[str, Any], ack: Ack) -> None:
         """The Deny modal's submission: the Deny, with its reason, from the person who clicked;
         anything else (metadata not sealed here, another submitter) changes nothing."""
+        opened = self.opened_by(body)
+        if opened is None:
+            await ack()
+            return
+        await self.answer(Click.submitted(opened, reason_of(body["view"])), ack)
+
+    def opened_by(self, body: dict[str, Any]) -> Opened | None:
+        """The click a modal's submission completes, if this app sealed the modal for it and
+        the submitter is the person who clicked; None (logged) otherwise."""
         try:
             view = body["view"]
             opened = self.seal.open(str(view["private_metadata"])) if self.seal else None
@@ -125,14 +145,12 @@ class AnswerHandler:
         except (KeyError, TypeError, AttributeError):
             opened, submitter = None, None
         if opened is None or submitter is None:
-            log.warning("a Deny modal submission that this app did not seal was ignored")
-            await ack()
-            return
+            log.warning("a modal submission that this app did not seal was ignored")
+            return None
         if any(submitter.get(k) != opened.principal.get(k) for k in ("team", "enterprise", "user")):
-            log.warning("a Deny modal submitted by another person than its opener was ignored")
-            await ack()
-            return
-        await self.answer(Click.submitted(opened, reason_of(view)), ack)
+            log.warning("a modal submitted by another person than its opener was ignored")
+            return None
+        return opened
 
     async def _asks_why(self, click: Click) -> bool:
         """Open the modal only for a request the clicker may answer now (the engine's own
@@ -192,6 +210,22 @@ class AnswerHandler:
                 "answering failed; nothing was applied", extra={"session": click.ref.session}
             )
             failure = unexpected
+        if isinstance(failure, ResumeValidationError) and click.allow_again and ack is not None:
+            # The grant asked for is not allowed (nothing was applied): said in the modal, under
+            # its last field, and the modal stays open for another choice.
+            await ack(response_action="errors", errors={SPAN_BLOCK: str(failure)})
+            return
+        await self.after_ack(session, click, failure, voted, ack)
+
+    async def after_ack(
+        self,
+        session: AgentSession,
+        click: Click,
+        failure: Exception | None,
+        voted: Tally | None,
+        ack: Ack | None,
+    ) -> None:
+        """`ack`, then show the outcome (`failure`: why nothing was applied) in Slack."""
         if ack is None:
             await self._respond(session, click, failure, voted)
             return
@@ -223,29 +257,29 @@ class AnswerHandler:
             case None:
                 pass
             case ResumeAuthorizationError():
-                await self._ephemeral(click, NOT_ALLOWED.format(why=failure))
+                await self.tell(click, NOT_ALLOWED.format(why=failure))
                 return
             case ResumeConflictError():
                 await self._stale(session, click)
                 return
             case ResumeError():
-                await self._ephemeral(click, f"That answer was not accepted: {failure}")
+                await self.tell(click, f"That answer was not accepted: {failure}")
                 return
             case SessionSuspendedError():
-                await self._ephemeral(click, BLOCKED)
+                await self.tell(click, BLOCKED)
                 return
             case _:
-                await self._ephemeral(click, TRY_AGAIN)
+                await self.tell(click, TRY_AGAIN)
                 return
         post = await self.delivery.get_post(click.ref.post_key)
         if voted is not None and not voted.decided:
             # One vote of several: the clicker is told it counted; the message (the renderer
             # shows the progress) keeps its buttons for the others.
-            await self._ephemeral(click, vote_counted(voted, click.accepted))
+            await self.tell(click, vote_counted(voted, click.accepted))
             self._refresh_home(click, post)
             return
         approved_by = list(voted.approved_by) if voted is not None else None
-        verdict = verdict_text(click.accepted, click.user, approved_by)
+        verdict = verdict_text(click.accepted, click.user, approved_by, click.allowed_again)
         if click.reason:
             verdict += f": {click.reason}"
         await self._show(click, verdict, post)
@@ -325,6 +359,7 @@ class AnswerHandler:
                 reason=click.reason,
                 turn_id=ref.turn_id,
                 digest=ref.digest,
+                allow_again=click.allow_again,
             )
             voted = None
             if before is not None:
@@ -350,19 +385,23 @@ class AnswerHandler:
         ref = click.ref
         post = await self.delivery.get_post(ref.post_key)
         if not shown_in(post, click) or not await self._gone(session, ref):
-            await self._ephemeral(click, MISMATCH)
+            await self.tell(click, MISMATCH)
             return
         if post is not None and post.body.settled:
             # Ended without an answer (expired, stopped); its message says so already.
-            await self._ephemeral(click, STALE)
+            await self.tell(click, STALE)
             return
         answered = (post.body.answered if post else None) or await self._answer_of(session, ref)
         if answered == "racing":
-            await self._ephemeral(click, ALREADY)
+            await self.tell(click, ALREADY)
             return
-        await self._ephemeral(click, ALREADY if answered else STALE)
+        await self.tell(click, ALREADY if answered else STALE)
         if isinstance(answered, AnswerMark):
-            await self._show(click, verdict_text(answered.accepted, answered.by), post)
+            again = answered.extra.get(ALLOWED_AGAIN)
+            verdict = verdict_text(
+                answered.accepted, answered.by, None, again if isinstance(again, str) else None
+            )
+            await self._show(click, verdict, post)
         else:
             await self._show(click, NO_LONGER_PENDING, post)
 
@@ -413,7 +452,7 @@ class AnswerHandler:
         except SlackCallError as err:
             log.warning("could not update the approval message", extra={"code": err.code})
 
-    async def _ephemeral(self, click: Click, text: str) -> None:
+    async def tell(self, click: Click, text: str) -> None:
         """Tell only the clicker: in the thread, or for a Home click at the top of their Home
         tab (which has no channel to post in), republished with what is pending now."""
         channel = click.channel

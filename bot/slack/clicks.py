@@ -9,9 +9,10 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from agent import Principal, Tally
-from bot.slack.approval_blocks import ApprovalRef
+from agent import AllowAgain, Principal, Tally
+from bot.slack.approval_blocks import ALLOW_AGAIN, ALLOWED_AGAIN, APPROVE, ApprovalRef
 from bot.slack.deny_modal import Opened
+from bot.slack.grant_modal import allowed_again_text
 from bot.slack.identity import principal_of, workspace_of
 from storage.delivery.bodies import AnswerMark
 from storage.delivery.store import Post
@@ -34,6 +35,10 @@ class Click:
     workspace: str | None = None
     """The workspace the click was sent for (the installation whose token answers it); None:
     the clicker's own."""
+    wants_grant: bool = False
+    """A click on "Approve & allow again": it opens the modal, it never answers by itself."""
+    allow_again: AllowAgain | None = None
+    """What the "Approve & allow again" modal's submission chose (`session.confirm`'s)."""
 
     @property
     def speaks_for(self) -> str:
@@ -49,9 +54,11 @@ class Click:
         if principal is None:
             raise ValueError("a click by nobody")
         trigger = body.get("trigger_id")
+        action_id = action["action_id"]
         common = {
             "ref": ApprovalRef.decode(action["value"]),
-            "accepted": action["action_id"] == "agent_approve",
+            "accepted": action_id in (APPROVE, ALLOW_AGAIN),
+            "wants_grant": action_id == ALLOW_AGAIN,
             "user": str(principal.get("user")),
             "principal": principal,
             "trigger_id": trigger if isinstance(trigger, str) else None,
@@ -82,6 +89,26 @@ class Click:
             reason=reason,
         )
 
+    @classmethod
+    def allowing(cls, opened: Opened, allow: AllowAgain) -> Click:
+        """The approval (and standing grant) the "Approve & allow again" modal completes."""
+        return cls(
+            ref=opened.ref,
+            accepted=True,
+            user=str(opened.principal.get("user")),
+            principal=opened.principal,
+            channel=opened.channel,
+            message_ts=opened.message_ts,
+            thread_ts=opened.thread_ts,
+            home=opened.home,
+            allow_again=allow,
+        )
+
+    @property
+    def allowed_again(self) -> str | None:
+        """ "in this thread for 1 day", for an approval that allows the tool again."""
+        return allowed_again_text(self.allow_again) if self.allow_again is not None else None
+
 
 def names(button: ApprovalRef, pending: ApprovalRef) -> bool:
     """The button answers the request `pending` describes: the same request, and its digest,
@@ -101,8 +128,13 @@ def answer_mark(click: Click, before: Tally | None = None) -> AnswerMark:
         approved_by = list(before.approved_by)
         if click.accepted and click.user not in approved_by:
             approved_by.append(click.user)
+    again = click.allowed_again
     return AnswerMark(
-        by=click.user, accepted=click.accepted, reason=click.reason or None, approved_by=approved_by
+        by=click.user,
+        accepted=click.accepted,
+        reason=click.reason or None,
+        approved_by=approved_by,
+        extra={ALLOWED_AGAIN: again} if again else {},
     )
 
 

@@ -13,6 +13,9 @@ answer nothing sees an empty inbox, never someone else's. Its buttons carry the 
 `ApprovalRef` value as the thread's (session, turn, request, digest) and a click goes through
 the same `AnswerHandler` path: the same authorization, digest binding and engine calls.
 
+Below the inbox, the person's standing grants (`bot.slack.home_grants`): what they allowed
+again, or what was allowed again for them, each with Revoke.
+
 The view passes the `hash` Slack gave with the event, so a publish based on what the person saw
 cannot overwrite a newer one unnoticed (`hash_conflict`); this one then publishes again from the
 database, which is the newer state anyway.
@@ -24,15 +27,17 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from agent import Principal, Tally
+from agent import GrantRecord, GrantScope, Principal, Tally
+from agent.seams import Grants
 from bot.slack.approval_blocks import APPROVE, DENY, ApprovalRef, Kind, progress_text
 from bot.slack.calls import Refused, SlackCallError, call
 from bot.slack.clients import SlackClients
+from bot.slack.home_grants import grants_blocks, grants_shown_to
 from bot.slack.inbound import parse_session_key
 from storage.delivery.store import DeliveryStore
 
@@ -93,6 +98,15 @@ class Inbox(Protocol):
 
     async def answerable(self, principal: Principal) -> Sequence[Pending]: ...
     async def recent_turns(self, principal: Principal, limit: int = 10) -> Sequence[Recent]: ...
+    @property
+    def store(self) -> Grants:
+        """Where the standing grants are (`agent.standing_grants` reads them)."""
+        ...
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        """The engine's clock: a grant is live until its `expires_at` by this clock."""
+        ...
 
 
 def ref_of(pending: Pending) -> ApprovalRef:
@@ -130,8 +144,10 @@ def home_view(
     *,
     now: float,
     notice: str | None = None,
+    grants: Sequence[GrantRecord] | None = (),
 ) -> dict[str, Any]:
-    """The Home tab's view. `links`: a permalink per session (its thread), where Slack gave one."""
+    """The Home tab's view. `links`: a permalink per session (its thread), where Slack gave one.
+    `grants`: the person's standing grants (None: they could not be read)."""
     blocks: list[dict[str, Any]] = []
     if notice:
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": notice}]})
@@ -177,6 +193,8 @@ def home_view(
         )
     if len(pending) > MAX_LISTED:
         blocks.append(_context(f"…and {len(pending) - MAX_LISTED} more."))
+    blocks.append({"type": "divider"})
+    blocks.extend(grants_blocks(grants, links))
     blocks.append({"type": "divider"})
     blocks.append(_header("Your recent conversations"))
     if not recent:
@@ -231,10 +249,12 @@ class HomeTab:
         client = await self.clients.for_team(team, principal.get("enterprise"))
         pending = list(await self.inbox.answerable(principal))
         recent = list(await self.inbox.recent_turns(principal, limit=10))
+        grants = await self._grants(principal)
+        in_threads = {g.session for g in grants or () if g.scope == GrantScope.THREAD}
         links = await self._permalinks(
-            client, {p.session for p in pending} | {r.session for r in recent}
+            client, {p.session for p in pending} | {r.session for r in recent} | in_threads
         )
-        view = home_view(pending, recent, links, now=time.time(), notice=notice)
+        view = home_view(pending, recent, links, now=time.time(), notice=notice, grants=grants)
         try:
             await call("views.publish", lambda: self._publish(client, user, view, hash))
         except Refused as refused:
@@ -243,6 +263,32 @@ class HomeTab:
             # Someone published since the view the event showed: this one is built from the
             # database now, the newest state there is, so it goes out over whatever is shown.
             await call("views.publish", lambda: self._publish(client, user, view, None))
+
+    async def _grants(self, principal: Principal) -> list[GrantRecord] | None:
+        """The person's standing grants; None (the tab says so) if they cannot be read, rather
+        than no tab at all."""
+        try:
+            return await grants_shown_to(self.inbox.store, principal, now=self.inbox.clock())
+        except Exception:
+            log.exception("could not read the standing grants for a Home tab")
+            return None
+
+    def tell(self, principal: Principal, notice: str | None) -> None:
+        """Republish one person's tab with `notice` at its top, in the background (after a
+        click's ack: the Home tab has no thread to answer in)."""
+        if self._closed:
+            return
+        task = asyncio.create_task(self._tell(principal, notice))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _tell(self, principal: Principal, notice: str | None) -> None:
+        try:
+            await self.publish(principal, notice=notice)
+        except SlackCallError as err:
+            log.warning("could not republish a Home tab", extra={"code": err.code})
+        except Exception:
+            log.exception("could not republish a Home tab")
 
     async def _publish(
         self, client: AsyncWebClient, user: str, view: dict[str, Any], hash: str | None

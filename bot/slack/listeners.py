@@ -24,12 +24,14 @@ from slack_bolt.context.async_context import AsyncBoltContext
 
 from agent import Agent, Runtime, SessionSuspendedError
 from bot.slack.agent_entry import AgentEntry
-from bot.slack.approval_blocks import APPROVE, DENY
+from bot.slack.approval_blocks import ALLOW_AGAIN, APPROVE, DENY
 from bot.slack.approval_clicks import AnswerHandler
 from bot.slack.calls import SlackCallError
 from bot.slack.deny_modal import DENY_REASON
 from bot.slack.feedback import FEEDBACK, FeedbackHandler
+from bot.slack.grant_modal import ALLOW_AGAIN_MODAL
 from bot.slack.home import HomeTab
+from bot.slack.home_grants import REVOKE_GRANT, GrantRevokes
 from bot.slack.identity import principal_of
 from bot.slack.inbound import SlackMessage, person_message
 from bot.slack.oauth import Uninstalls
@@ -103,6 +105,9 @@ class Listeners:
         self.stops = stops
         self.feedback = feedback
         self.home = home
+        self.revokes = (
+            GrantRevokes(runtime=runtime, agent=agent, home=home) if home is not None else None
+        )
         self.reset_command = reset_command
         self.max_inbound_chars = max_inbound_chars
         self.uninstalls = uninstalls
@@ -124,11 +129,13 @@ class Listeners:
             app.event("tokens_revoked")(ack=gone.on_tokens_revoked, lazy=[gone.stop_work])
         # Anything else Slack sends gets a 200: a 404 would only make it retry.
         app.event(re.compile(".*"))(self.ignore)
-        for action_id in (APPROVE, DENY):
+        for action_id in (APPROVE, DENY, ALLOW_AGAIN):
             app.action(action_id)(self.on_click)
         app.action(FEEDBACK)(self.on_feedback)
+        app.action(REVOKE_GRANT)(self.on_revoke)
         app.action(re.compile(".*"))(self.ack)
         app.view(DENY_REASON)(self.on_deny_reason)
+        app.view(ALLOW_AGAIN_MODAL)(self.on_allow_again)
         resets = self.resets
         app.command(self.reset_command)(ack=resets.ack_command, lazy=[resets.on_command])
         app.message_shortcut(RESET_SHORTCUT)(ack=resets.ack_shortcut, lazy=[resets.on_shortcut])
@@ -237,6 +244,18 @@ class Listeners:
     async def on_deny_reason(self, ack: Ack, body: dict[str, Any]) -> None:
         """The Deny modal submitted: answered before the ack, as a click is."""
         await self.answers.submit(body, ack)
+
+    async def on_allow_again(self, ack: Ack, body: dict[str, Any]) -> None:
+        """The "Approve & allow again" modal submitted: approved (and the grant issued) before
+        the ack, as a click is; a grant the engine refuses is the ack's `errors`."""
+        await self.answers.grants.submit(body, ack)
+
+    async def on_revoke(self, ack: Ack, body: dict[str, Any]) -> None:
+        """Revoke in the Home tab's standing grants: revoked before the ack."""
+        if self.revokes is None:
+            await ack()
+            return
+        await self.revokes.handle(body, ack)
 
     async def on_feedback(self, ack: Ack, body: dict[str, Any]) -> None:
         """Stored before the ack (see `FeedbackHandler.handle`)."""

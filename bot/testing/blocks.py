@@ -92,11 +92,61 @@ def _plain_text_input(element: dict[str, Any]) -> str | None:
     return _action_id(element)
 
 
+def _option(option: Any, *, plain_only: bool) -> str | None:
+    """https://docs.slack.dev/reference/block-kit/composition-objects/option-object: `text` of
+    at most 75 characters (plain_text in a select menu), `value` of at most 150."""
+    if not isinstance(option, dict):
+        return "an option that is not an object"
+    text = option.get("text")
+    if (_plain(text, 75) if plain_only else _text(text, 75)) is not None:
+        return "an option's text"
+    value = option.get("value")
+    if not isinstance(value, str) or not value or len(value) > 150:
+        return "an option's value of 1 to 150 characters"
+    description = option.get("description")
+    if description is not None and _plain(description, 75):
+        return "an option's description"
+    return None
+
+
+def _options(element: dict[str, Any], limit: int, *, plain_only: bool) -> str | None:
+    options = element.get("options")
+    if not isinstance(options, list) or not 0 < len(options) <= limit:
+        return f"1 to {limit} options"
+    found = next((f for o in options if (f := _option(o, plain_only=plain_only))), None)
+    if found:
+        return found
+    initial = element.get("initial_option")
+    if initial is not None and initial not in options:
+        return "an initial_option that is not exactly one of its options"
+    return _action_id(element)
+
+
+def _radio_buttons(element: dict[str, Any]) -> str | None:
+    """https://docs.slack.dev/reference/block-kit/block-elements/radio-button-group-element"""
+    found = _options(element, 10, plain_only=False)
+    return f"radio_buttons: {found}" if found else None
+
+
+def _static_select(element: dict[str, Any]) -> str | None:
+    """https://docs.slack.dev/reference/block-kit/block-elements/select-menu-element (static
+    options only: this stand-in does not take `option_groups`)."""
+    placeholder = element.get("placeholder")
+    if placeholder is not None and _plain(placeholder, 150):
+        return "static_select: placeholder"
+    found = _options(element, 100, plain_only=True)
+    return f"static_select: {found}" if found else None
+
+
 ELEMENTS: dict[str, Callable[[dict[str, Any]], str | None]] = {
     "button": _button,
     "feedback_buttons": _feedback_buttons,
     "plain_text_input": _plain_text_input,
+    "radio_buttons": _radio_buttons,
+    "static_select": _static_select,
 }
+INPUT_ELEMENTS = ("plain_text_input", "radio_buttons", "static_select")
+"""What an input block may hold here (Slack takes more; these are the ones the bot sends)."""
 
 
 def _element(element: Any, allowed: tuple[str, ...]) -> str | None:
@@ -214,7 +264,7 @@ def _input(block: dict[str, Any]) -> str | None:
     hint = block.get("hint")
     if hint is not None and _plain(hint, 2000):
         return "input: hint"
-    return _element(block.get("element"), ("plain_text_input",))
+    return _element(block.get("element"), INPUT_ELEMENTS)
 
 
 BLOCKS: dict[str, Callable[[dict[str, Any]], str | None]] = {

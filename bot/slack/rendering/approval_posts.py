@@ -68,7 +68,15 @@ class ApprovalPosts:
         self.clock = clock
         self.home = home
 
-    async def post(self, ref: ApprovalRef, prompt: str, answerers: Answerer | None) -> None:
+    async def post(
+        self,
+        ref: ApprovalRef,
+        prompt: str,
+        answerers: Answerer | None,
+        grantable_for: float | None = None,
+    ) -> None:
+        """`grantable_for`: the tool allows standing grants (its buttons offer "Approve & allow
+        again")."""
         existing = await self.delivery.get_post(ref.post_key)
         if existing is not None and (existing.ts or existing.state != "posting"):
             return  # posted, or settled by whoever answered it: never a second request
@@ -80,7 +88,7 @@ class ApprovalPosts:
                     PostUpdate(post_key=existing.post_key, ts=found, state="closed"), time.time()
                 )
                 return
-        blocks = approval_blocks(ref, prompt, answerers)
+        blocks = approval_blocks(ref, prompt, answerers, grantable_for)
         post = Post(
             post_key=ref.post_key,
             session_key=self.key,

@@ -102,8 +102,11 @@ def confirmation_verdict(
             return "error", EXPIRED
 
 
-def automatic_verdict(policy: str) -> Verdict:
-    """A proposed write the agent's `approve_automatically` rule approved: no person did."""
+def automatic_verdict(policy: str, granted_by: str | None = None) -> Verdict:
+    """A proposed write nobody was asked about: a person's standing grant let it through, or
+    the agent's `approve_automatically` rule approved it."""
+    if granted_by is not None:
+        return "complete", f"allowed again by <@{granted_by}> (standing grant)"
     return "complete", f"approved by policy {policy}"
 
 

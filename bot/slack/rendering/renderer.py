@@ -274,7 +274,10 @@ class SessionRenderer:
                     digest=confirmation_digest(confirmation),
                 )
                 await self.approvals.post(
-                    ref, confirmation_prompt(confirmation), confirmation.answerers
+                    ref,
+                    confirmation_prompt(confirmation),
+                    confirmation.answerers,
+                    confirmation.grantable_for,
                 )
                 await self.status.suspended()
             case "input.resolved":
@@ -344,7 +347,7 @@ class SessionRenderer:
                 # No person was asked: the call's card says which rule approved it, and keeps
                 # saying so once the call returns (`completed` keeps a verdict's words).
                 view = await self.replies.view_for(event.turn_id)
-                approved = automatic_verdict(event.policy)
+                approved = automatic_verdict(event.policy, event.granted_by)
                 self.waiting.remember(event.turn_id, event.call_id, approved)
                 part = await self.replies.part(view)
                 title = _title(event.tool)
