@@ -44,6 +44,8 @@ from agent._errors import (
 from agent._events import (
     ActionCompleted,
     ActionRequested,
+    ApprovalEscalated,
+    ApprovalReminded,
     ApprovalVoted,
     ApprovedByPolicy,
     ConfirmationRequested,
@@ -68,6 +70,7 @@ from agent._hitl_grants import GRANTS_POLICY, AllowAgain, revoke_grant, standing
 from agent._hitl_inbox import PendingApproval, RecentTurn, request_tally
 from agent._hitl_policy_hook import ApproveAutomatically, PolicyApproval, ProposedWrite
 from agent._hitl_quorum import Tally
+from agent._hitl_reminders import Escalation
 from agent._hitl_requests import ConfirmationRequest, InputRequest
 from agent._loader import load_agent
 from agent._messages import (
@@ -126,6 +129,8 @@ __all__ = [
     "Answerer",
     "AnthropicModel",
     "AnthropicSettings",
+    "ApprovalEscalated",
+    "ApprovalReminded",
     "ApprovalVoted",
     "ApproveAutomatically",
     "ApprovedByPolicy",
@@ -143,6 +148,7 @@ __all__ = [
     "EffectError",
     "EffectNotAppliedError",
     "EffectUncertainError",
+    "Escalation",
     "EventHub",
     "EventSink",
     "FatalToolError",

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
+from agent._hitl_answerers import Answerer
 from agent._hitl_requests import ConfirmationRequest, InputRequest
 from agent._messages import JsonValue, ToolCall, Usage
 
@@ -175,6 +176,32 @@ class ApprovedByPolicy(_Event):
     which grant, and who granted it."""
 
 
+class ApprovalReminded(_Event):
+    """A request still unanswered after its `remind_after`: whoever may answer it is reminded,
+    once (logged with the claim of its timer, whichever process fired it). `kind` and
+    `request_id` as in `approval.voted`; `turn_id` is the asking turn; `waited`: seconds since
+    the request was made."""
+
+    type: Literal["approval.reminded"] = "approval.reminded"
+    kind: Literal["input", "confirmation"]
+    request_id: str
+    waited: float
+    answerers: Answerer | None = None
+    """Who may answer it (the request's own answerers; escalations fired earlier add theirs,
+    listed in their own events)."""
+
+
+class ApprovalEscalated(_Event):
+    """A request still unanswered after its `escalate_after`: from now on `answerers` may answer
+    it too (their buttons are posted to them), once, as `approval.reminded`."""
+
+    type: Literal["approval.escalated"] = "approval.escalated"
+    kind: Literal["input", "confirmation"]
+    request_id: str
+    waited: float
+    answerers: Answerer
+
+
 class TurnCompleted(_Event):
     type: Literal["turn.completed"] = "turn.completed"
     text: str
@@ -211,6 +238,8 @@ TurnEvent = Annotated[
     | ConfirmationResolved
     | ApprovalVoted
     | ApprovedByPolicy
+    | ApprovalReminded
+    | ApprovalEscalated
     | TurnCompleted
     | TurnFailed
     | TurnCancelled,

@@ -19,14 +19,14 @@ from agent._hitl_checks import (
     answer_step_id,
     answering_user,
     check_workspace,
-    issue_grant,
     workspace_of,
 )
+from agent._hitl_reminding import escalated_answerers, grant_widened
 from agent._hitl_requests import InputRequest, parked_requests
 from agent._messages import JsonValue
 from agent._session_host import SessionHandle
 from agent._turn_input import InboundEvent, TurnInput
-from agent.seams import SessionRecord, SessionStatus, SessionStore, TurnStatus
+from agent.seams import SessionRecord, SessionStatus, SessionStore, TimerKind, TurnStatus
 
 ALREADY_ANSWERED = "this request was already answered"
 EXPIRED = "this request expired before anyone answered it"
@@ -124,8 +124,12 @@ async def grant_answer(
     # The hook is never asked about someone from another workspace, nor about two people.
     check_workspace(parked_workspace(record.pending), request.principal)
     by = answering_user(request.by, request.principal)
-    return await issue_grant(
+    escalated = await escalated_answerers(
+        runtime.store, session.key, TimerKind.INPUT, request.turn_id, request.input_id
+    )
+    return await grant_widened(
         pending.answerers,
+        escalated,
         by=by,
         principal=request.principal,
         digest=pending.digest,

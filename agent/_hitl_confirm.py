@@ -25,14 +25,13 @@ from agent._hitl_checks import (
     Grant,
     Principal,
     answering_user,
-    authorize,
     check_workspace,
-    issue_grant,
     request_digest,
     workspace_of,
 )
 from agent._hitl_grants import AllowAgain, check_allow_again, issue_standing_grant
 from agent._hitl_quorum import Ballot, Tally, VoteTarget, tally
+from agent._hitl_reminding import authorize_widened, escalated_answerers, grant_widened
 from agent._hitl_requests import ConfirmationRequest
 from agent._session_host import SessionHandle
 from agent._turn_input import TurnInput
@@ -119,8 +118,12 @@ async def grant_confirmation(
     )
     check_workspace(await proposal_workspace(store, record), principal)
     by = answering_user(by, principal)
-    return await issue_grant(
+    escalated = await escalated_answerers(
+        store, session.key, TimerKind.CONFIRMATION, record.turn_id, confirmation_id
+    )
+    return await grant_widened(
         record.answerers,
+        escalated,
         by=by,
         principal=principal,
         digest=confirmation_digest(record),
@@ -151,7 +154,12 @@ async def answer_confirmation(
     workspace = await proposal_workspace(store, record)
     check_workspace(workspace, principal)
     by = answering_user(by, principal)
-    authorize(record.answerers, by=by, granted=granted, digest=confirmation_digest(record))
+    escalated = await escalated_answerers(
+        store, session.key, TimerKind.CONFIRMATION, record.turn_id, confirmation_id
+    )
+    authorize_widened(
+        record.answerers, escalated, by=by, granted=granted, digest=confirmation_digest(record)
+    )
     said = clean_reason(reason, runtime.redact)
     standing: tuple[TurnInput | None, str, str | None] | None = None
     if allow_again is not None:

@@ -13,6 +13,8 @@ An expired request is answered with an expiry note instead of an answer (the too
 `request_input` raises `RequestExpiredError`, and the model reads that it expired); its siblings
 in the same park, if any, still wait, and the turn resumes when none does. An expired
 confirmation is resolved `expired` and queues the turn that tells the model, as a denial does.
+
+The same sweep fires a request's reminder and escalation timers (`agent._hitl_reminding`).
 """
 
 from __future__ import annotations
@@ -25,9 +27,17 @@ from agent._errors import ResumeError, SessionSuspendedError, StoreUnavailableEr
 from agent._events import ConfirmationResolved, InputResolved
 from agent._hitl_answer_notes import confirmation_follow_up, expired_note, note_step_id
 from agent._hitl_checks import answer_step_id, workspace_of
+from agent._hitl_reminding import fire_follow_up
 from agent._hitl_requests import parked_requests, without_request
 from agent._sinks import EventHub
-from agent.seams import ApprovalTimer, ConfirmationStatus, SessionStatus, SessionStore, TimerKind
+from agent.seams import (
+    ApprovalTimer,
+    ConfirmationStatus,
+    SessionStatus,
+    SessionStore,
+    TimerAction,
+    TimerKind,
+)
 
 log = logging.getLogger("agent._expiry")
 """The name it logged under before the `_hitl_` rename, so operators' log filters still match."""
@@ -63,6 +73,9 @@ async def expire_due(host: ExpiryHost, now: float) -> int:
     applied = 0
     for timer in await host.store.due_timers(now, SWEEP_BATCH):
         try:
+            if timer.action != TimerAction.EXPIRE:
+                await _follow_up(host, timer, now)
+                continue
             if timer.kind == TimerKind.INPUT:
                 done = await _expire_input(host, timer)
             else:
@@ -78,6 +91,18 @@ async def expire_due(host: ExpiryHost, now: float) -> int:
             continue
         applied += int(done)
     return applied
+
+
+async def _follow_up(host: ExpiryHost, timer: ApprovalTimer, now: float) -> None:
+    """A reminder or an escalation (`agent._hitl_reminding`): fired here once, whichever
+    process sweeps it first; not counted as an expiry."""
+    for event in await fire_follow_up(host.store, timer, now):
+        await host.hub.emit(event)
+        log.info(
+            "request %s",
+            event.type.removeprefix("approval."),
+            extra={"session": timer.session, "request": timer.request_id},
+        )
 
 
 async def _expire_input(host: ExpiryHost, timer: ApprovalTimer) -> bool:

@@ -9,7 +9,8 @@ person is what they could answer, and never what someone else could:
 - a policy answerer: whoever the agent's `authorize_answer` admits, asked about this principal
   only after the workspace check a click would pass;
 - no answerers (a turn host code started, answered by host code): nobody, since no person is
-  named.
+  named;
+- and, once a request's escalation fired, whoever its answerers admit by the same rules.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from agent._hitl_answering import parked_workspace
 from agent._hitl_checks import Principal, check_workspace, issue_grant, workspace_of
 from agent._hitl_confirm import confirmation_digest
 from agent._hitl_quorum import Tally, tally
+from agent._hitl_reminding import escalated_answerers
 from agent._hitl_requests import parked_requests
 from agent._turn_input import TurnInput, speaker_key
 from agent.seams import SessionStore, TimerKind, TurnStatus
@@ -57,6 +59,9 @@ class PendingApproval:
     """The workspace (`team`, `enterprise`) an answer must come from; empty if none was saved."""
     tally: Tally | None = None
     """For a request that needs several approvals (`Quorum`): the votes so far."""
+    escalated_to: tuple[Answerer, ...] = ()
+    """Who else may answer it: the answerers of its escalations that fired
+    (`agent._hitl_reminding`)."""
 
     def voted(self, user: str | None) -> bool:
         """Has `user` voted on it already (a quorum request; one person counts once)?"""
@@ -115,6 +120,11 @@ async def pending_approvals(store: SessionStore) -> list[PendingApproval]:
                         request.turn_id,
                         request.id,
                     ),
+                    escalated_to=tuple(
+                        await escalated_answerers(
+                            store, record.key, TimerKind.INPUT, request.turn_id, request.id
+                        )
+                    ),
                 )
             )
     for proposal in await store.pending_confirmations():
@@ -141,6 +151,15 @@ async def pending_approvals(store: SessionStore) -> list[PendingApproval]:
                     TimerKind.CONFIRMATION,
                     proposal.turn_id,
                     proposal.confirmation_id,
+                ),
+                escalated_to=tuple(
+                    await escalated_answerers(
+                        store,
+                        proposal.session,
+                        TimerKind.CONFIRMATION,
+                        proposal.turn_id,
+                        proposal.confirmation_id,
+                    )
                 ),
             )
         )
@@ -192,16 +211,18 @@ async def answerable(host: InboxHost, principal: Principal) -> list[PendingAppro
     return [
         pending
         for pending in await pending_approvals(host.store)
-        if not pending.voted(user)
-        and await _may_answer(
-            host,
-            pending.session,
-            pending.answerers,
-            pending.workspace,
-            principal,
-            pending.digest,
-        )
+        if not pending.voted(user) and await _may_answer_any(host, pending, principal)
     ]
+
+
+async def _may_answer_any(host: InboxHost, pending: PendingApproval, principal: Principal) -> bool:
+    """The request's own answerers admit the principal, or an escalation's does."""
+    for answerers in (pending.answerers, *pending.escalated_to):
+        if await _may_answer(
+            host, pending.session, answerers, pending.workspace, principal, pending.digest
+        ):
+            return True
+    return False
 
 
 async def _may_answer(

@@ -29,11 +29,11 @@ from agent._hitl_checks import (
     Principal,
     answer_step_id,
     answering_user,
-    authorize,
     check_workspace,
     validate_answer,
 )
 from agent._hitl_quorum import Ballot, Tally, VoteTarget, quorum_note, tally, vote_of
+from agent._hitl_reminding import authorize_widened, escalated_answerers
 from agent._hitl_requests import InputRequest, without_request
 from agent._messages import JsonData, JsonValue
 from agent._session_host import SessionHandle
@@ -76,7 +76,12 @@ async def answer_input(
         )
         check_workspace(parked_workspace(record.pending), principal)
         voter = answering_user(by, principal)
-        authorize(request.answerers, by=voter, granted=granted, digest=request.digest)
+        escalated = await escalated_answerers(
+            runtime.store, session.key, TimerKind.INPUT, turn_id, input_id
+        )
+        authorize_widened(
+            request.answerers, escalated, by=voter, granted=granted, digest=request.digest
+        )
         validate_answer(value, request.json_schema)
         said = clean_reason(reason, runtime.redact)
         try:

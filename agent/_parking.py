@@ -1,4 +1,5 @@
-"""What a park writes: the suspended checkpoint, its requests and their expiry timers.
+"""What a park writes: the suspended checkpoint, its requests and their timers (expiry,
+reminder, escalation).
 
 The calls of one batch that each asked a person park together: one checkpoint holds every
 request (`agent._hitl_requests.with_requests`), each with its own answerers, digest and expiry
@@ -28,6 +29,17 @@ def park_checkpoint(
     timers: list[ApprovalTimer] = []
     for park in parks:
         request = park.request
+        expires_at = None if park.expires_after is None else now + park.expires_after
+        timers.extend(
+            park.reminders.timers(
+                session=turn.session,
+                kind=TimerKind.INPUT,
+                turn_id=turn.turn_id,
+                request_id=request.id,
+                now=now,
+                expires_at=expires_at,
+            )
+        )
         if park.expires_after is not None:
             due = now + park.expires_after
             request = request.model_copy(update={"expires_at": due})

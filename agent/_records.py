@@ -136,11 +136,24 @@ class TimerKind(StrEnum):
     """A proposed write: `request_id` is the confirmation id, `turn_id` the proposing turn."""
 
 
+class TimerAction(StrEnum):
+    """What a due timer does to its request."""
+
+    EXPIRE = "expire"
+    """Ends it unanswered (`agent._hitl_expiry`)."""
+    REMIND = "remind"
+    """Reminds whoever may answer, once (`agent._hitl_reminding`)."""
+    ESCALATE = "escalate"
+    """Lets its `answerers` answer too, and tells them, once (`agent._hitl_reminding`)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class ApprovalTimer:
-    """When a request put to a person expires: a row committed with the request itself, so
-    nothing expires in memory and a restart loses no timer. Whichever process sweeps first
-    applies it, through the same answer path a person uses (`Runtime.expire_due`)."""
+    """When a request put to a person expires, or is to be reminded or escalated: a row
+    committed with the request itself, so nothing waits in memory and a restart loses no timer.
+    Whichever process sweeps first applies it (`Runtime.expire_due`): an expiry through the same
+    answer path a person uses, a reminder or an escalation by marking it `fired_at` (the claim).
+    Every timer of a request goes in the transaction that ends the request."""
 
     session: str
     kind: TimerKind
@@ -148,8 +161,15 @@ class ApprovalTimer:
     request_id: str
     due_at: float
     expires_after: float
-    """The request's lifetime in seconds, for the text the model reads when it expired."""
+    """For an expiry, the request's lifetime in seconds (the text the model reads when it
+    expired); for a reminder or an escalation, the seconds after the request it fires."""
     created_at: float = 0.0
+    action: TimerAction = TimerAction.EXPIRE
+    answerers: Answerer | None = None
+    """An escalation's: who may answer once it fired, besides the request's own answerers."""
+    fired_at: float | None = None
+    """When a reminder or an escalation fired (None: not yet); an escalation's row stays, as
+    the durable fact that its answerers may answer, until the request ends."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -248,9 +248,9 @@ class Runtime:
     async def expire_due(self, now: float | None = None) -> int:
         """Expire every request whose time limit passed by `now` (default: the runtime's clock):
         a park resumes with the expiry for the model to read, a proposed write is resolved
-        `expired`. Returns how many this call expired. The recovery sweep of a runtime that
-        runs turns calls this; a clock process (`bot clock`) calls it on its own schedule.
-        Safe to run in any number of processes at once: each timer applies exactly once."""
+        `expired`; due reminders and escalations fire. Returns how many this call expired. The
+        recovery sweep of a runtime that runs turns calls this, a clock process (`bot clock`) on
+        its own schedule; safe in any number of processes at once: each timer applies once."""
         return await _hitl_expiry.expire_due(self, self.clock() if now is None else now)
 
     async def answerable(self, principal: Principal) -> list[PendingApproval]:

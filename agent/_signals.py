@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
+from agent._hitl_reminders import NO_REMINDERS, Reminders
 from agent._hitl_requests import InputRequest
 
 
@@ -17,11 +18,19 @@ class TurnSignal(BaseException):
 class ParkTurn(TurnSignal):
     """A tool asked a person; the turn stops here and waits, holding nothing in memory."""
 
-    def __init__(self, request: InputRequest, *, expires_after: float | None = None) -> None:
+    def __init__(
+        self,
+        request: InputRequest,
+        *,
+        expires_after: float | None = None,
+        reminders: Reminders = NO_REMINDERS,
+    ) -> None:
         super().__init__(request.id)
         self.request = request
         self.expires_after = expires_after
         """Seconds the request may wait for an answer; None: forever."""
+        self.reminders = reminders
+        """Its reminder and escalation while it waits."""
         self.siblings: tuple[ParkTurn, ...] = ()
         """Other calls of the same batch that asked too (call order): the turn parks on all."""
 
@@ -33,7 +42,11 @@ class ParkTurn(TurnSignal):
     @classmethod
     def together(cls, parks: list[ParkTurn]) -> ParkTurn:
         """One signal for the batch's parks (call order): the first, carrying the others."""
-        first = cls(parks[0].request, expires_after=parks[0].expires_after)
+        first = cls(
+            parks[0].request,
+            expires_after=parks[0].expires_after,
+            reminders=parks[0].reminders,
+        )
         first.siblings = tuple(parks[1:])
         return first
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from agent._followup_seam import FollowUps
 from agent._grant_seam import GrantRecord, Grants, GrantScope
 from agent._ledger_seam import Ledgers, Retention
 from agent._queue_seam import Approvals, TurnQueue
@@ -17,6 +18,7 @@ from agent._vote_seam import VoteRecord, Votes
 
 __all__ = [
     "Approvals",
+    "FollowUps",
     "GrantRecord",
     "GrantScope",
     "Grants",
@@ -31,7 +33,9 @@ __all__ = [
 ]
 
 
-class SessionStore(TurnQueue, StepLog, Approvals, Votes, Grants, Ledgers, Retention, Protocol):
+class SessionStore(
+    TurnQueue, StepLog, Approvals, Votes, FollowUps, Grants, Ledgers, Retention, Protocol
+):
     """Every role of the store in one: what a store implements and the engine holds."""
 
     async def close(self) -> None:

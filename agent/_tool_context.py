@@ -22,6 +22,7 @@ from agent._hitl_checks import (
     request_digest,
 )
 from agent._hitl_quorum import quorum_text
+from agent._hitl_reminders import NO_REMINDERS, EscalationInput, Reminders, overridden
 from agent._hitl_requests import InputRequest
 from agent._messages import JsonValue
 from agent._signals import CancellationSignal, ParkTurn
@@ -53,6 +54,9 @@ class ToolContext:
     expires_after: float | None = None
     """How long `request_input` waits when the call names no limit: the tool's declared
     `expires_after`, else the agent's `approval_expires_after`; None: forever."""
+    reminders: Reminders = NO_REMINDERS
+    """The tool's declared reminder and escalation (`@tool(remind_after=, escalate_after=)`),
+    for `request_input` calls that name none."""
     shared_batch: bool = False
     """Another call of the same model reply may ask a person too: the ids of this call's
     requests are scoped to it (`<id>@<call id>`), so siblings asking with the same id ask, and
@@ -122,6 +126,8 @@ class ToolContext:
         schema: Mapping[str, Any] | None = None,
         answerers: AnswererInput | None = None,
         expires_after: float | None = None,
+        remind_after: float | None = None,
+        escalate_after: EscalationInput = None,
     ) -> JsonValue:
         """Ask a person and wait, for days if need be.
 
@@ -138,7 +144,9 @@ class ToolContext:
         `RequestExpiredError`, whose text (it says the request expired) is the call's error
         result unless the tool catches it; the model is told either way. If the person gave a
         reason with their answer, the engine adds it to the call's result for the model
-        (`answer_reason` reads it here).
+        (`answer_reason` reads it here). `remind_after` and `escalate_after=(seconds,
+        answerers)` remind whoever may answer, and widen who may, while nobody has; None takes
+        the tool's (`agent._hitl_reminders`).
         """
         if self.local:
             raise ToolError(
@@ -162,6 +170,9 @@ class ToolContext:
             lifetime = check_expiry(
                 self.expires_after if expires_after is None else expires_after,
                 what="request_input",
+            )
+            reminders = overridden(
+                self.reminders, remind_after, escalate_after, what="request_input"
             )
         except ValueError as err:
             raise ToolError(str(err)) from None
@@ -191,6 +202,7 @@ class ToolContext:
                 digest=request_digest(self.turn_id, id, prompt, schema_json, chosen),
             ),
             expires_after=lifetime,
+            reminders=reminders,
         )
 
     def answer_reason(self, id: str) -> str | None:

@@ -199,6 +199,7 @@ class ToolStepRunner:
             answers=turn.steps,
             shared_batch=self._shares_batch(call),
             expires_after=turn.env.agent.expiry_for(tool),
+            reminders=tool.reminders,
             facts=FactsView(
                 turn.env.store,
                 session=turn.session,
@@ -370,7 +371,14 @@ class ToolStepRunner:
         prompt = asked.prompt if asked is not None else f"Allow {tool.name} with {arguments}?"
         now = turn.env.clock()
         lifetime = turn.env.agent.expiry_for(tool)
-        timers = []
+        timers = tool.reminders.timers(
+            session=turn.session,
+            kind=TimerKind.CONFIRMATION,
+            turn_id=turn.turn_id,
+            request_id=confirmation_id,
+            now=now,
+            expires_at=None if lifetime is None else now + lifetime,
+        )
         if lifetime is not None:
             timers.append(
                 ApprovalTimer(

@@ -21,6 +21,7 @@ from agent._errors import AssemblyError, ToolError
 from agent._hitl_answer_notes import check_expiry
 from agent._hitl_answerers import Answerer, AnswererInput
 from agent._hitl_checks import answerers_of
+from agent._hitl_reminders import NO_REMINDERS, EscalationInput, Reminders, reminders_of
 from agent._tool_values import (
     MAX_ERROR_CHARS,
     SHAPES_ONLY,
@@ -79,6 +80,9 @@ class Tool:
     grantable_for: float | None = None
     """Seconds, at most, for which a person approving a call may allow the tool's later calls
     again without asking (a standing grant, `agent._hitl_grants`); None: every call is asked."""
+    reminders: Reminders = NO_REMINDERS
+    """What the tool asks (its confirmation, its `request_input` calls that name none) is
+    reminded of and escalated when nobody answers (`agent._hitl_reminders`)."""
 
     @property
     def may_ask(self) -> bool:
@@ -174,6 +178,8 @@ def make_tool(
     expires_after: float | None = None,
     concurrency: int | None = None,
     grantable_for: float | None = None,
+    remind_after: float | None = None,
+    escalate_after: EscalationInput = None,
 ) -> Tool:
     tool_name = name or fn.__name__
     answerers_for = answerers if callable(answerers) else None
@@ -196,6 +202,16 @@ def make_tool(
     except ValueError as err:
         raise AssemblyError(str(err)) from None
     _check_grantable(tool_name, grantable_for, effect, confirmation)
+    try:
+        reminders = reminders_of(remind_after, escalate_after, what=f"tool {tool_name!r}")
+    except ValueError as err:
+        raise AssemblyError(str(err)) from None
+    is_async = inspect.iscoroutinefunction(fn)
+    if reminders and not is_async and confirmation == "none":
+        raise AssemblyError(
+            f"tool {tool_name!r}: remind_after and escalate_after are for tools that ask a "
+            "person (a confirmation, or an async tool's request_input); this one never asks"
+        )
     model, ctx_param = _schema_model(fn, tool_name)
     doc = inspect.getdoc(fn) or ""
     return Tool(
@@ -203,7 +219,7 @@ def make_tool(
         description=description or doc.split("\n\n")[0].strip() or tool_name,
         fn=fn,
         input_model=model,
-        is_async=inspect.iscoroutinefunction(fn),
+        is_async=is_async,
         context_param=ctx_param,
         effect=effect,
         confirmation=confirmation,
@@ -213,6 +229,7 @@ def make_tool(
         expires_after=lifetime if expires_after is None or lifetime is not None else math.inf,
         concurrency=concurrency,
         grantable_for=grantable_for,
+        reminders=reminders,
     )
 
 
@@ -255,6 +272,8 @@ def tool(
     expires_after: float | None = None,
     concurrency: int | None = None,
     grantable_for: float | None = None,
+    remind_after: float | None = None,
+    escalate_after: EscalationInput = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -270,6 +289,8 @@ def tool(
     expires_after: float | None = None,
     concurrency: int | None = None,
     grantable_for: float | None = None,
+    remind_after: float | None = None,
+    escalate_after: EscalationInput = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Declare a tool. `def` → local (exactly-once through the store), `async def` → remote.
 
@@ -282,7 +303,10 @@ def tool(
     for an answer: its confirmation, and its `ctx.request_input` calls that name no limit.
     `concurrency` caps how many of its calls run at once in one batch (1: never overlapping).
     `grantable_for` (seconds; a `confirmation="required"` write only) lets whoever approves a
-    call also allow later ones, in the thread or the channel, for up to that long."""
+    call also allow later ones, in the thread or the channel, for up to that long.
+    `remind_after` (seconds) reminds whoever may answer what the tool asks, once, if nobody has;
+    `escalate_after=(seconds, answerers)` then lets those answerers answer it too and tells them
+    (`agent._hitl_reminders`); a call's `request_input` may name its own."""
 
     def wrap(f: Callable[..., Any]) -> Tool:
         return make_tool(
@@ -295,6 +319,8 @@ def tool(
             expires_after=expires_after,
             concurrency=concurrency,
             grantable_for=grantable_for,
+            remind_after=remind_after,
+            escalate_after=escalate_after,
         )
 
     return wrap(fn) if fn is not None else wrap

@@ -1,8 +1,9 @@
 """What a store, a model adapter, a sink or a dispatcher author needs: the engine's seams.
 
 The engine stands on three: everything it persists goes through `SessionStore` (composed of
-one Protocol per role: `TurnQueue`, `StepLog`, `Approvals`, `Votes`, `Grants`, `Ledgers`,
-`Retention`), everything it shows live through `EventSink`, every model call through `Model`.
+one Protocol per role: `TurnQueue`, `StepLog`, `Approvals`, `Votes`, `FollowUps`, `Grants`,
+`Ledgers`, `Retention`), everything it shows live through `EventSink`, every model call through
+`Model`.
 Between processes it can also use a `Dispatcher` (who runs which turn, now) and an `EventRelay`
 (live events from elsewhere).
 
@@ -81,6 +82,7 @@ from agent._records import (
     SessionRecord,
     SessionStatus,
     StepCommit,
+    TimerAction,
     TimerKind,
     TranscriptTail,
     TurnKind,
@@ -90,6 +92,7 @@ from agent._records import (
 from agent._redaction import Redactor
 from agent._store_seam import (
     Approvals,
+    FollowUps,
     GrantRecord,
     Grants,
     GrantScope,
@@ -120,6 +123,7 @@ __all__ = [
     "EventSink",
     "FactRecord",
     "FatalToolError",
+    "FollowUps",
     "GrantRecord",
     "GrantScope",
     "Grants",
@@ -157,6 +161,7 @@ __all__ = [
     "StreamRestart",
     "TextDelta",
     "ThinkingDelta",
+    "TimerAction",
     "TimerKind",
     "ToolSpec",
     "TranscriptTail",

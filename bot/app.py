@@ -220,8 +220,15 @@ class SlackBot:
         process's sweep or clock applied, an answer from host code): wake the thread's renderer,
         durably, so the request is shown settled and the turn it resumes is shown at all.
         (A click wakes it with the answer, in the answer's own transaction.) A vote on a request
-        that needs several wakes it too: the request's message shows the progress."""
-        if event.type in ("input.resolved", "confirmation.resolved", "approval.voted"):
+        that needs several wakes it too: the request's message shows the progress; so does a
+        reminder or an escalation the sweep fired (the thread says so)."""
+        if event.type in (
+            "input.resolved",
+            "confirmation.resolved",
+            "approval.voted",
+            "approval.reminded",
+            "approval.escalated",
+        ):
             task = asyncio.create_task(self._wake(event.session))
             self._waking.add(task)
             task.add_done_callback(self._waking.discard)

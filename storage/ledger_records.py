@@ -19,6 +19,7 @@ from agent.seams import (
     JsonValue,
     ReceiptRecord,
     ReceiptStatus,
+    TimerAction,
     TimerKind,
     answerers_from_json,
     answerers_to_json,
@@ -113,6 +114,9 @@ def timer_values(timer: ApprovalTimer) -> dict[str, Any]:
         "due_at": timer.due_at,
         "expires_after": timer.expires_after,
         "created_at": timer.created_at,
+        "action": TimerAction(timer.action).value,
+        "answerers": answerers_to_json(timer.answerers),
+        "fired_at": timer.fired_at,
     }
 
 
@@ -125,6 +129,9 @@ def timer_record(row: Row) -> ApprovalTimer:
         due_at=float(row["due_at"]),
         expires_after=float(row["expires_after"]),
         created_at=float(row["created_at"]),
+        action=TimerAction(row.get("action") or TimerAction.EXPIRE),
+        answerers=answerers_from_json(row.get("answerers")),
+        fired_at=None if row.get("fired_at") is None else float(row["fired_at"]),
     )
 
 

@@ -157,6 +157,8 @@ def _show(event: TurnEvent) -> None:
             | "confirmation.resolved"
             | "approval.voted"
             | "approval.automatic"
+            | "approval.reminded"
+            | "approval.escalated"
             | "turn.completed"
             | "turn.failed"
             | "turn.cancelled"

@@ -10,6 +10,10 @@ once, when the agent is loaded, so the tools and `authorize_answer` agree on the
 - `OPS_AUTO_REFUND_LIMIT`: dollars. A refund up to this much, on an order never refunded
   before, is approved by the `small-refunds` policy without anyone (`approve_automatically` in
   `agent.py`); 0, the default, asks a person for every refund.
+- `OPS_REFUND_ESCALATE_TO`: comma-separated Slack user ids. A refund nobody approved or denied
+  in `REFUND_ESCALATE_AFTER` is escalated to them: any one of them may answer it from then on
+  (its own approvers still may). Unset, nothing is escalated. Every refund request is reminded
+  once after `REFUND_REMIND_AFTER` either way.
 - `OPS_CHANNEL`: where the daily summary is posted.
 """
 
@@ -28,6 +32,10 @@ SMALL_REFUNDS = "small-refunds"
 """The policy that approves small refunds without a person (`OPS_AUTO_REFUND_LIMIT`)."""
 LARGE_REFUND = 100.0
 """Dollars above which a refund needs two approvers (a `Quorum`)."""
+REFUND_REMIND_AFTER = 4 * 3600.0
+"""Seconds after which whoever may approve a refund is reminded, once."""
+REFUND_ESCALATE_AFTER = 24 * 3600.0
+"""Seconds after which an unanswered refund is escalated to `OPS_REFUND_ESCALATE_TO`."""
 
 
 class OpsConfig(BaseSettings):
@@ -37,6 +45,13 @@ class OpsConfig(BaseSettings):
     refund_approvers_list: str = Field(default="", alias="OPS_REFUND_APPROVERS")
     channel: str = Field(default="C0OPS", alias="OPS_CHANNEL")
     auto_refund_limit: float = Field(default=0.0, ge=0.0, alias="OPS_AUTO_REFUND_LIMIT")
+    refund_escalate_to_list: str = Field(default="", alias="OPS_REFUND_ESCALATE_TO")
+
+    @property
+    def refund_escalation(self) -> tuple[float, list[str]] | None:
+        """`escalate_after` for refunds: a day unanswered, then the listed people; None unset."""
+        users = sorted({u.strip() for u in self.refund_escalate_to_list.split(",") if u.strip()})
+        return (REFUND_ESCALATE_AFTER, users) if users else None
 
     @property
     def refund_approvers(self) -> frozenset[str]:

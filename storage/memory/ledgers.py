@@ -74,7 +74,7 @@ def resolve_confirmation(
     before_write()
     row.update(answer)
     state.updated_at = float(answer["resolved_at"])
-    state.timers.pop((TimerKind.CONFIRMATION.value, row["turn_id"], confirmation_id), None)
+    state.drop_request_timers(TimerKind.CONFIRMATION.value, row["turn_id"], confirmation_id)
     turn = {**follow_up, "id": ids.next("turns"), "generation": state.generation}
     state.turns[turn["turn_id"]] = turn
     return turn_record(turn), state.append_events(new_events)

@@ -84,8 +84,8 @@ class SessionState:
     confirmations: dict[str, Rows] = field(default_factory=dict)
     receipts: dict[str, Rows] = field(default_factory=dict)
     facts: dict[tuple[str, int], Rows] = field(default_factory=dict)
-    timers: dict[tuple[str, str, str], Rows] = field(default_factory=dict)
-    """(kind, turn id, request id) -> the `approval_timers` row."""
+    timers: dict[tuple[str, str, str, str], Rows] = field(default_factory=dict)
+    """(kind, turn id, request id, action) -> the `approval_timers` row."""
     votes: list[VoteRecord] = field(default_factory=list)
     """Quorum votes in the order cast (the `approval_votes` rows)."""
     archive: dict[int, dict[str, list[Rows]]] = field(default_factory=dict)
@@ -111,6 +111,11 @@ class SessionState:
 
     def turns_in_order(self) -> list[Rows]:
         return sorted(self.turns.values(), key=lambda row: int(row["id"]))
+
+    def drop_request_timers(self, kind: str, turn_id: str, request_id: str) -> None:
+        """Every timer of one request (it ended): its expiry, reminder and escalation."""
+        for key in [k for k in self.timers if k[:3] == (kind, turn_id, request_id)]:
+            del self.timers[key]
 
     def drop_input_timers(self, turn_id: str, request_id: str | None = None) -> None:
         """As `sql_parks.drop_input_timers`: a park ended, its timers have nothing left to do
@@ -299,7 +304,7 @@ def apply_commit(
     indexes = [m.idx for m in encoded.messages]
     confirmation_ids = [row["confirmation_id"] for row in encoded.confirmations]
     versions = [(row["key"], row["version"]) for row in encoded.facts]
-    timers = [(row["kind"], row["turn_id"], row["request_id"]) for row in encoded.timers]
+    timers = [timer_key(row) for row in encoded.timers]
     if (
         (commit.step_id is not None and commit.step_id in state.steps)
         or _clash(indexes, state.messages)
@@ -326,8 +331,7 @@ def apply_commit(
     for row in encoded.facts:
         state.facts[(row["key"], row["version"])] = {**row, "id": ids.next("facts")}
     for row in encoded.timers:
-        key = (row["kind"], row["turn_id"], row["request_id"])
-        state.timers[key] = {**row, "id": ids.next("approval_timers")}
+        state.timers[timer_key(row)] = {**row, "id": ids.next("approval_timers")}
     last_seq = state.append_events(encoded.events)
     turn = state.turns.get(commit.turn_id)
     if turn is not None:
@@ -396,3 +400,9 @@ def read_archive(state: SessionState | None, key: str, generation: int) -> Archi
         events=tables.get("events", []),
         facts=tables.get("facts", []),
     )
+
+
+def timer_key(row: Rows) -> tuple[str, str, str, str]:
+    """A timer's key among its session's: one of each action per request, as the SQL
+    `uq_approval_timers_request_action` constraint."""
+    return (row["kind"], row["turn_id"], row["request_id"], row.get("action", "expire"))

@@ -50,6 +50,7 @@ from agent.seams import (
 )
 from storage.json_text import load_json
 from storage.ledger_records import timer_record
+from storage.memory import followups as memory_followups
 from storage.memory import prune as memory_prune
 from storage.memory import state as ops
 from storage.memory import votes as memory_votes
@@ -213,6 +214,21 @@ class MemoryStore(LedgerMethods, GrantMethods):
             state = self._sessions.get(session)
             return [] if state is None else memory_votes.listed(state, kind, turn_id, request_id)
 
+    async def fire_timer(
+        self, timer: ApprovalTimer, now: float, events: Sequence[TurnEvent] = ()
+    ) -> list[TurnEvent]:
+        rows = encode_events(timer.session, events)
+        async with self._lock:
+            last_seq = memory_followups.fire(self._sessions.get(timer.session), timer, now, rows)
+        return [] if last_seq is None else numbered(events, last_seq)
+
+    async def fired_escalations(
+        self, session: str, kind: TimerKind, turn_id: str, request_id: str
+    ) -> list[ApprovalTimer]:
+        async with self._lock:
+            state = self._sessions.get(session)
+            return memory_followups.fired(state, kind, turn_id, request_id)
+
     async def get_turn(self, session: str, turn_id: str) -> TurnRecord | None:
         async with self._lock:
             state = self._sessions.get(session)
@@ -294,7 +310,7 @@ class MemoryStore(LedgerMethods, GrantMethods):
                 row
                 for state in self._sessions.values()
                 for row in state.timers.values()
-                if row["due_at"] <= now
+                if row["due_at"] <= now and row.get("fired_at") is None
             ]
         rows.sort(key=lambda row: (row["due_at"], int(row["id"])))
         return [timer_record(row) for row in rows[:limit]]
@@ -303,7 +319,7 @@ class MemoryStore(LedgerMethods, GrantMethods):
         async with self._lock:
             state = self._sessions.get(timer.session)
             if state is not None:
-                state.timers.pop((timer.kind.value, timer.turn_id, timer.request_id), None)
+                state.drop_request_timers(timer.kind.value, timer.turn_id, timer.request_id)
 
     async def get_session(self, session: str) -> SessionRecord | None:
         async with self._lock:

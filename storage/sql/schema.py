@@ -171,9 +171,10 @@ confirmations = Table(
 approval_timers = Table(
     "approval_timers",
     metadata,
-    # One row per request put to a person with a time limit, committed with the request (the
-    # park's checkpoint, the proposal), deleted in the transaction that ends it (an answer, a
-    # stop, a reset, its own expiry). Whichever process sweeps first applies a due one.
+    # One row per request put to a person with a time limit, a reminder or an escalation,
+    # committed with the request (the park's checkpoint, the proposal), deleted in the
+    # transaction that ends it (an answer, a stop, a reset, its own expiry). Whichever process
+    # sweeps first applies a due one.
     Column("id", RowId, primary_key=True, autoincrement=True),
     Column("session_key", Text, nullable=False),
     # `input` (a park: `request_id` is the input id) or `confirmation` (the confirmation id).
@@ -183,8 +184,20 @@ approval_timers = Table(
     Column("due_at", Double, nullable=False),
     Column("expires_after", Double, nullable=False),
     Column("created_at", Double, nullable=False),
+    # `expire`, `remind` or `escalate` (`TimerAction`); a request has at most one of each.
+    Column("action", Text, nullable=False, server_default="expire"),
+    # An escalation's answerers (JSON, `answerers_to_json`); NULL for the other actions.
+    Column("answerers", Text, nullable=True),
+    # When a reminder or an escalation fired (its claim); NULL until then, and for expiries,
+    # which delete their row instead.
+    Column("fired_at", Double, nullable=True),
     UniqueConstraint(
-        "session_key", "kind", "turn_id", "request_id", name="uq_approval_timers_request"
+        "session_key",
+        "kind",
+        "turn_id",
+        "request_id",
+        "action",
+        name="uq_approval_timers_request_action",
     ),
     Index("ix_approval_timers_due_at", "due_at"),
 )

@@ -50,6 +50,7 @@ from storage.ledger_records import confirmation_answer
 from storage.migrate import verify_schema
 from storage.records import RESET_INPUT, encode_commit, encode_events, new_turn, numbered
 from storage.sql import commit as sql_commit
+from storage.sql import followups as sql_followups
 from storage.sql import ledgers as sql_ledgers
 from storage.sql import parks as sql_parks
 from storage.sql import prune as sql_prune
@@ -232,6 +233,20 @@ class SqlStore(GrantMethods):
     ) -> list[VoteRecord]:
         return await self._x.read(
             lambda c: sql_votes.list_votes(c, session, kind, turn_id, request_id)
+        )
+
+    async def fire_timer(
+        self, timer: ApprovalTimer, now: float, events: Sequence[TurnEvent] = ()
+    ) -> list[TurnEvent]:
+        encode_events(timer.session, events)
+        last_seq = await self._x.write(lambda c: sql_followups.fire(c, timer, now, events))
+        return [] if last_seq is None else numbered(events, last_seq)
+
+    async def fired_escalations(
+        self, session: str, kind: TimerKind, turn_id: str, request_id: str
+    ) -> list[ApprovalTimer]:
+        return await self._x.read(
+            lambda c: sql_followups.fired_escalations(c, session, kind, turn_id, request_id)
         )
 
     async def get_turn(self, session: str, turn_id: str) -> TurnRecord | None:

@@ -213,7 +213,7 @@ def recent_turns(conn: Connection, speaker: str, limit: int) -> list[TurnRecord]
 def due_timers(conn: Connection, now: float, limit: int) -> list[ApprovalTimer]:
     query = (
         select(approval_timers)
-        .where(approval_timers.c.due_at <= now)
+        .where(approval_timers.c.due_at <= now, approval_timers.c.fired_at.is_(None))
         .order_by(approval_timers.c.due_at, approval_timers.c.id)
         .limit(limit)
     )

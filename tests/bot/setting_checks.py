@@ -23,7 +23,14 @@ import uvicorn
 from cryptography.fernet import Fernet
 from redis.asyncio import Redis
 
-from agent import PolicyAnswerer, ProposedWrite, Quorum, ScriptedModel, load_agent
+from agent import (
+    Escalation,
+    PolicyAnswerer,
+    ProposedWrite,
+    Quorum,
+    ScriptedModel,
+    load_agent,
+)
 from bot.app import SlackBot
 from bot.cli import commands
 from bot.cli.offline import LOCAL
@@ -401,6 +408,15 @@ async def ops_auto_refund_limit(ctx: Ctx) -> None:
     assert await rule(refund(5.5)) is None
 
 
+async def ops_refund_escalate_to(ctx: Ctx) -> None:
+    ctx.set(DATABASE_URL=ctx.db_url, OPS_REFUND_ESCALATE_TO="U0CTO, U0CFO")
+    refund = next(t for t in load_agent(EXAMPLE).tools if t.name == "issue_refund")
+    assert refund.reminders.remind_after == 4 * 3600
+    assert refund.reminders.escalate == Escalation(
+        after=24 * 3600, answerers=Quorum(1, users=["U0CFO", "U0CTO"])
+    )
+
+
 async def ops_channel(ctx: Ctx) -> None:
     ctx.set(DATABASE_URL=ctx.db_url, OPS_CHANNEL="C0CHECK")
     assert [s.channel for s in load_agent(EXAMPLE).schedules] == ["C0CHECK"]
@@ -460,6 +476,7 @@ CHECKS: dict[str, Check] = {
     "ANTHROPIC_CONTEXT_MANAGEMENT": model.anthropic_context_management,
     "ANTHROPIC_COMPACT_AT_TOKENS": model.anthropic_compact_at_tokens,
     "OPS_REFUND_APPROVERS": ops_refund_approvers,
+    "OPS_REFUND_ESCALATE_TO": ops_refund_escalate_to,
     "OPS_CHANNEL": ops_channel,
     "OPS_AUTO_REFUND_LIMIT": ops_auto_refund_limit,
     "BOT_OFFLINE": bot_offline,

@@ -25,6 +25,7 @@ import pytest
 from agent import EventHub, RecordingSink
 from agent.seams import (
     Approvals,
+    FollowUps,
     Grants,
     Ledgers,
     Retention,
@@ -44,6 +45,7 @@ STORE_ROLES: dict[str, tuple[type, tuple[str, ...]]] = {
     "StepLog": (StepLog, ("test_session_store.py", "test_compaction_tail.py")),
     "Approvals": (Approvals, ("test_approval_store.py",)),
     "Votes": (Votes, ("test_votes_store.py",)),
+    "FollowUps": (FollowUps, ("test_followups_store.py",)),
     "Grants": (Grants, ("test_grants_store.py",)),
     "Ledgers": (Ledgers, ("test_ledgers.py",)),
     "Retention": (Retention, ("test_prune.py",)),
@@ -55,6 +57,7 @@ SEAMS = {
     "StepLog": "commit_local",
     "Approvals": "due_timers",
     "Votes": "cast_vote",
+    "FollowUps": "fire_timer",
     "Grants": "add_grant",
     "Ledgers": "prepare_receipt",
     "Retention": "prune_history",
@@ -90,6 +93,7 @@ SUITES = {
     "test_compaction_tail.py": "store",
     "test_approval_store.py": "store",
     "test_votes_store.py": "store",
+    "test_followups_store.py": "store",
     "test_grants_store.py": "store",
     "test_prune.py": "store",
     "test_model.py": "harness",

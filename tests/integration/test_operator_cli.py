@@ -169,6 +169,7 @@ async def test_approvals_lists_every_pending_request_with_age_answerers_and_link
         "input", "t-park", "go", "approve"
     )  # fmt: skip
     assert park["answerers"] == {"user": "U1"}
+    assert park["escalated_to"] == []
     assert park["asked_by"] == "U1"
     assert park["workspace"] == {"team": "T1"}
     assert 0 <= park["age_seconds"] < 600
@@ -201,6 +202,34 @@ async def test_approvals_lists_every_pending_request_with_age_answerers_and_link
     assert (old.returncode, old.stdout.strip()) == (0, "no pending approvals")
     old_json = await _bot("approvals", "--older-than", "2h", "--json", "--database-url", sql_url)
     assert (old_json.returncode, old_json.stdout) == (0, "")
+
+
+async def test_approvals_says_whom_a_request_was_escalated_to(
+    sql_store: SqlStore, sql_url: str
+) -> None:
+    @tool(effect="write", confirmation="required", escalate_after=(60, ["UBOSS", "UCTO"]))
+    async def wire(to: str) -> dict[str, str]:
+        """Wire money."""
+        return {"wired": to}
+
+    now = [time.time()]
+    agent = Agent(name="a", instructions="x", tools=[wire])
+    model = ScriptedModel(by_opening={"wire": _calling("wire", to="bob")})
+    rt = Runtime(sql_store, model, agent=agent, clock=lambda: now[0], poll_interval=0.02)
+    async with rt:
+        session = rt.session(agent, S1)
+        await session.result(await session.start(_said("wire"), turn_id="t-wire"))
+        before = await _bot("approvals", "--json", "--database-url", sql_url)
+        assert [r["escalated_to"] for r in _lines(before)] == [[]]
+        now[0] += 61
+        await rt.expire_due()
+
+    listed = await _bot("approvals", "--database-url", sql_url)
+    assert listed.returncode == 0, listed.stderr
+    assert "user U1; escalated to any of UBOSS,UCTO" in listed.stdout
+    as_json = await _bot("approvals", "--json", "--database-url", sql_url)
+    [record] = _lines(as_json)
+    assert record["escalated_to"] == [{"quorum": 1, "users": ["UBOSS", "UCTO"]}]
 
 
 async def test_approvals_refuses_what_it_cannot_read_in_one_line(sql_url: str) -> None:

@@ -55,7 +55,7 @@ async def approvals_command(args: argparse.Namespace, dbs: Databases) -> int:
                 r["session"],
                 r["turn_id"],
                 r["request_id"],
-                _answerers_text(r["answerers"], r["votes"]),
+                _answerers_text(r["answerers"], r["votes"], r["escalated_to"]),
                 _expiry_text(r["expires_in_seconds"]),
                 one_line(r["prompt"], 48),
                 r["link"] or "-",
@@ -93,6 +93,7 @@ async def _record(
         "expires_at": iso(pending.expires_at),
         "expires_in_seconds": None if pending.expires_at is None else pending.expires_at - now,
         "answerers": answerers_json(pending.answerers),
+        "escalated_to": [answerers_json(extra) for extra in pending.escalated_to],
         "votes": None
         if pending.tally is None
         else {
@@ -124,7 +125,18 @@ def answerers_json(answerers: Answerer | None) -> dict[str, Any] | None:
             assert_never(answerers)
 
 
-def _answerers_text(answerers: dict[str, Any] | None, votes: dict[str, Any] | None) -> str:
+def _answerers_text(
+    answerers: dict[str, Any] | None,
+    votes: dict[str, Any] | None,
+    escalated_to: list[dict[str, Any] | None],
+) -> str:
+    """Who may answer, then whom it was escalated to ("user U1; escalated to user UBOSS")."""
+    said = _one_answerer_text(answerers, votes)
+    extra = [_one_answerer_text(other, None) for other in escalated_to]
+    return said + (f"; escalated to {', '.join(extra)}" if extra else "")
+
+
+def _one_answerer_text(answerers: dict[str, Any] | None, votes: dict[str, Any] | None) -> str:
     if answerers is None:
         return "host code"
     scope = f" ({answerers['scope']})" if answerers.get("scope") else ""
@@ -132,7 +144,8 @@ def _answerers_text(answerers: dict[str, Any] | None, votes: dict[str, Any] | No
         among = ",".join(answerers["users"]) if "users" in answerers else answerers["policy"]
         approved = votes["approved_by"] if votes else []
         so_far = f"; approved by {','.join(approved)}" if approved else ""
-        return f"{answerers['quorum']} of {among}{scope}{so_far}"
+        need = "any" if answerers["quorum"] == 1 else answerers["quorum"]
+        return f"{need} of {among}{scope}{so_far}"
     if "user" in answerers:
         return f"user {answerers['user']}"
     return f"policy {answerers['policy']}{scope}"

@@ -13,9 +13,17 @@ import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, assert_never
+from typing import TYPE_CHECKING, Literal, assert_never
 
-from agent import Answerer, PolicyAnswerer, QuorumAnswerer, Tally, UserAnswerer
+from agent import (
+    Answerer,
+    ApprovalEscalated,
+    ApprovalReminded,
+    PolicyAnswerer,
+    QuorumAnswerer,
+    Tally,
+    UserAnswerer,
+)
 from bot.slack.approval_blocks import (
     ApprovalRef,
     answered_message,
@@ -24,6 +32,7 @@ from bot.slack.approval_blocks import (
     with_progress,
 )
 from bot.slack.calls import Refused, Uncertain
+from bot.slack.follow_up_text import escalated_blocks, escalation_text, reminder_text
 from bot.slack.rendering.parts import Target
 from bot.slack.rendering.thread import SlackThread
 from storage.delivery.bodies import PostBody
@@ -31,6 +40,11 @@ from storage.delivery.store import DeliveryStore, Post, PostUpdate
 
 if TYPE_CHECKING:
     from bot.slack.home import HomeTab
+
+
+def button_kind(kind: str) -> Literal["input", "confirm"]:
+    """An event's request kind (`input`, `confirmation`) as a button names it."""
+    return "input" if kind == "input" else "confirm"
 
 
 def audience(answerers: Answerer | None, speaker: str | None) -> list[str] | None:
@@ -114,23 +128,93 @@ class ApprovalPosts:
 
     async def resolved(self, kind: str, ident: str, verdict: str) -> None:
         """The request ended (answered, expired, stopped): unless a click showed it already,
-        its message says how and loses its buttons."""
+        each of its messages (the request, and its escalation's re-post) says how and loses its
+        buttons."""
+        for post in await self._messages_of(kind, ident):
+            if post.state == "answered":
+                continue  # answered by a click whose mark shows it
+            if post.body.answered or post.body.settled:
+                continue
+            await self.show_answered(_settled(post, verdict))
+
+    async def remind(self, event: ApprovalReminded, tally: Tally | None) -> None:
+        """A reminder fired: a note in the thread that mentions whoever may still answer,
+        posted once; none for a request never posted here or already shown as ended."""
+        request = await self._open_request(button_kind(event.kind), event.request_id)
+        if request is None:
+            return
+        text = reminder_text(event.answerers, event.waited, request.body.prompt, tally)
+        body = PostBody(prompt=text, blocks=None, audience=request.body.audience)
+        await self._post_once(f"{request.post_key}|reminded", request.turn_id, "notice", body)
+
+    async def escalate(self, event: ApprovalEscalated) -> None:
+        """An escalation fired: the request is posted again, with its own buttons, to its new
+        answerers (mentioned, and listed in their Home inbox), once."""
+        kind, ident = button_kind(event.kind), event.request_id
+        request = await self._open_request(kind, ident)
+        if request is None or not request.body.blocks:
+            return
+        line = escalation_text(event.answerers, event.waited)
+        body = PostBody(
+            prompt=request.body.prompt,
+            blocks=escalated_blocks(request.body.blocks, line),
+            audience=audience(event.answerers, None),
+        )
+        # Keyed so it ends with the request's own suffix: its end settles this message too.
+        key = request.post_key.replace(f"|{kind}|{ident}", f"|escalated|{kind}|{ident}")
+        await self._post_once(key, request.turn_id, "approval", body)
+
+    async def _open_request(self, kind: str, ident: str) -> Post | None:
+        """The request's own message, while it still shows its buttons."""
+        own = [p for p in await self._messages_of(kind, ident) if "|escalated|" not in p.post_key]
+        request = own[-1] if own else None
+        if request is None or request.state == "answered":
+            return None
+        if request.body.answered or request.body.settled:
+            return None
+        return request
+
+    async def _post_once(self, post_key: str, turn_id: str, kind: str, body: PostBody) -> None:
+        """Post a message at most once, as `post` does for a request."""
+        existing = await self.delivery.get_post(post_key)
+        if existing is not None and (existing.ts or existing.state != "posting"):
+            return
+        if existing is not None:
+            found = await self.slack.find_posted(existing.post_key, since=existing.opened_at)
+            if found is not None:
+                await self.delivery.update_post(
+                    PostUpdate(post_key=existing.post_key, ts=found, state="closed"), time.time()
+                )
+                return
+        post = Post(
+            post_key=post_key,
+            session_key=self.key,
+            turn_id=turn_id,
+            kind=kind,
+            channel=self.target.channel,
+            thread_ts=self.target.thread_ts,
+            body=body,
+            opened_at=self.clock(),
+        )
+        await self.delivery.begin_post(post, time.time())
+        await self.slack.send_post(post)
+        if kind == "approval":
+            self._refresh_home(post)
+
+    async def _messages_of(self, kind: str, ident: str) -> list[Post]:
+        """The request's messages in the order posted: its own, then an escalation's."""
         suffix = f"|{kind}|{ident}"
         posts = await self.delivery.posts(self.key, kind="approval")
-        post = next((p for p in reversed(posts) if p.post_key.endswith(suffix)), None)
-        if post is None or post.state == "answered":
-            return  # never posted here; or answered by a click whose mark shows it
-        if post.body.answered or post.body.settled:
-            return
-        await self.show_answered(_settled(post, verdict))
+        return [p for p in posts if p.post_key.endswith(suffix)]
 
     async def progress(self, kind: str, ident: str, tally: Tally) -> None:
-        """A vote on a request that needs several: its message shows who voted so far and
-        keeps its buttons (kept in the post's blocks, so a re-post shows it too)."""
-        suffix = f"|{kind}|{ident}"
-        posts = await self.delivery.posts(self.key, kind="approval")
-        post = next((p for p in reversed(posts) if p.post_key.endswith(suffix)), None)
-        if post is None or post.body.answered or post.body.settled or not post.body.blocks:
+        """A vote on a request that needs several: each of its messages shows who voted so far
+        and keeps its buttons (kept in the post's blocks, so a re-post shows it too)."""
+        for post in await self._messages_of(kind, ident):
+            await self._progress(post, tally)
+
+    async def _progress(self, post: Post, tally: Tally) -> None:
+        if post.body.answered or post.body.settled or not post.body.blocks:
             return
         body = replace(post.body, blocks=with_progress(post.body.blocks, tally))
         await self.delivery.update_post(PostUpdate(post_key=post.post_key, body=body), time.time())

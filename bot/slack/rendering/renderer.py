@@ -18,7 +18,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal, assert_never
+from typing import TYPE_CHECKING, Any, assert_never
 
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -26,6 +26,7 @@ from agent import (
     ActionCompleted,
     CancelReason,
     ConfirmationRequest,
+    Tally,
     TurnEvent,
     TurnStatus,
     confirmation_digest,
@@ -34,7 +35,7 @@ from agent import (
 from agent.seams import SessionStore, TurnKind, parked_requests
 from bot.slack.approval_blocks import ApprovalRef, confirmation_prompt, resolution, stopped_verdict
 from bot.slack.feedback import feedback_blocks
-from bot.slack.rendering.approval_posts import ApprovalPosts
+from bot.slack.rendering.approval_posts import ApprovalPosts, button_kind
 from bot.slack.rendering.lease import DeliveryLease, RenderSettings
 from bot.slack.rendering.outcomes import (
     WAITING,
@@ -337,12 +338,14 @@ class SessionRenderer:
             case "approval.voted":
                 # A vote on a request that needs several: its message shows the progress and
                 # keeps its buttons for those who may still vote.
-                kind: Literal["input", "confirm"] = "input" if event.kind == "input" else "confirm"
-                tally = await request_tally(
-                    self.store, self.key, kind, event.turn_id, event.request_id
-                )
+                tally = await self._tally(event.kind, event.turn_id, event.request_id)
                 if tally is not None and not tally.decided:
-                    await self.approvals.progress(kind, event.request_id, tally)
+                    await self.approvals.progress(button_kind(event.kind), event.request_id, tally)
+            case "approval.reminded":  # a note mentioning whoever may still answer
+                tally = await self._tally(event.kind, event.turn_id, event.request_id)
+                await self.approvals.remind(event, tally)
+            case "approval.escalated":  # the request and its buttons, for its new answerers
+                await self.approvals.escalate(event)
             case "approval.automatic":
                 # No person was asked: the call's card says which rule approved it, and keeps
                 # saying so once the call returns (`completed` keeps a verdict's words).
@@ -356,6 +359,9 @@ class SessionRenderer:
                 pass
             case _:
                 assert_never(event.type)
+
+    async def _tally(self, kind: str, turn_id: str, request_id: str) -> Tally | None:
+        return await request_tally(self.store, self.key, button_kind(kind), turn_id, request_id)
 
     # live events ---------------------------------------------------------------------------
 

@@ -4,7 +4,9 @@ payment provider called, through `ctx.run_effect`, with an idempotency key it ho
 Who approves: by default the person who asked (the turn's attested speaker; the engine picks
 them because `answerers` is left None). With `OPS_REFUND_APPROVERS` set (comma-separated Slack
 user ids), the listed people instead, through the `refund-approvers` policy that
-`authorize_answer` in `agent.py` decides. The list is read when the agent is loaded.
+`authorize_answer` in `agent.py` decides. The list is read when the agent is loaded. Whoever
+may approve is reminded after four hours; with `OPS_REFUND_ESCALATE_TO` set, a refund still
+unanswered after a day is escalated to those people (see `config.py`).
 
 The provider is `payments.py`, a stand-in that records refunds in `ops_refunds`; no money moves.
 """
@@ -15,13 +17,19 @@ from typing import Any, cast
 
 from agent import EffectAuthority, EffectNotAppliedError, ToolContext, tool
 
-from ..config import OpsConfig
+from ..config import REFUND_REMIND_AFTER, OpsConfig
 from ..payments import PaymentsStandIn, dollars
 
 _config = OpsConfig()
 
 
-@tool(effect="write", confirmation="required", answerers=_config.answerers_for_refund)
+@tool(
+    effect="write",
+    confirmation="required",
+    answerers=_config.answerers_for_refund,
+    remind_after=REFUND_REMIND_AFTER,
+    escalate_after=_config.refund_escalation,
+)
 async def issue_refund(order_id: str, amount: float, ctx: ToolContext) -> dict[str, Any]:
     """Refund part or all of what an order was paid, in dollars (a person approves it first)."""
     amount_cents = round(amount * 100)
