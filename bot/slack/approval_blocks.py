@@ -75,6 +75,12 @@ class ApprovalRef:
     def post_key(self) -> str:
         return f"{self.session}|{self.turn_id}|{self.kind}|{self.ident}"
 
+    @property
+    def escalated_post_key(self) -> str:
+        """The request posted again for those it was escalated to: the same buttons, and a key
+        ending as the request's own, so whatever ends the request settles it too."""
+        return f"{self.session}|{self.turn_id}|escalated|{self.kind}|{self.ident}"
+
 
 ANYONE = "Anyone in this conversation can answer."
 
@@ -106,6 +112,8 @@ def who_may_answer(answerers: Answerer | None) -> str:
 
 
 PROGRESS_BLOCK = "approval_progress"
+ANSWERERS_BLOCK = "approval_answerers"
+"""The line saying who may answer (an escalation's re-post puts its own line in its place)."""
 
 
 def progress_text(tally: Tally) -> str:
@@ -182,7 +190,9 @@ def approval_blocks(
         )
     blocks = [
         *prompt_blocks(prompt),
-        ContextBlock(elements=[MarkdownTextObject(text=who_may_answer(answerers))]),
+        ContextBlock(
+            block_id=ANSWERERS_BLOCK, elements=[MarkdownTextObject(text=who_may_answer(answerers))]
+        ),
         ActionsBlock(block_id="approval", elements=elements),
     ]
     return [block.to_dict() for block in blocks]

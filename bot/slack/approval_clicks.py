@@ -384,7 +384,9 @@ class AnswerHandler:
         the buttons off a request that still waits, or the thread is stuck until a reset."""
         ref = click.ref
         post = await self.delivery.get_post(ref.post_key)
-        if not shown_in(post, click) or not await self._gone(session, ref):
+        repost = await self.delivery.get_post(ref.escalated_post_key)
+        mine = shown_in(post, click) or shown_in(repost, click)  # the re-post has its buttons
+        if not mine or not await self._gone(session, ref):
             await self.tell(click, MISMATCH)
             return
         if post is not None and post.body.settled:

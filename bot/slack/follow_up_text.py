@@ -13,6 +13,7 @@ from typing import Any, assert_never
 from slack_sdk.models.blocks import ContextBlock, MarkdownTextObject
 
 from agent import Answerer, PolicyAnswerer, QuorumAnswerer, Tally, UserAnswerer
+from bot.slack.approval_blocks import ANSWERERS_BLOCK
 from bot.slack.grant_modal import span_text
 
 ESCALATION_BLOCK = "approval_escalation"
@@ -59,9 +60,11 @@ def escalation_text(answerers: Answerer, waited: float) -> str:
 
 
 def escalated_blocks(blocks: list[dict[str, Any]], text: str) -> list[dict[str, Any]]:
-    """The request's own blocks (its prompt, who may answer, its progress and buttons, whose
-    values are the request's) with the escalation's line above them."""
+    """The request's own blocks (its prompt, its progress and buttons, whose values are the
+    request's) with the escalation's line above them, in place of the line saying who alone may
+    answer (no longer true)."""
     line = ContextBlock(
         block_id=ESCALATION_BLOCK, elements=[MarkdownTextObject(text=text)]
     ).to_dict()
-    return [line, *(block for block in blocks if block.get("block_id") != ESCALATION_BLOCK)]
+    dropped = (ESCALATION_BLOCK, ANSWERERS_BLOCK)
+    return [line, *(block for block in blocks if block.get("block_id") not in dropped)]

@@ -160,8 +160,9 @@ class ApprovalPosts:
             blocks=escalated_blocks(request.body.blocks, line),
             audience=audience(event.answerers, None),
         )
-        # Keyed so it ends with the request's own suffix: its end settles this message too.
-        key = request.post_key.replace(f"|{kind}|{ident}", f"|escalated|{kind}|{ident}")
+        # Keyed as `ApprovalRef.escalated_post_key`: it ends with the request's own suffix, so
+        # the request's end settles this message too, and a late click on it is recognised.
+        key = request.post_key.removesuffix(f"|{kind}|{ident}") + f"|escalated|{kind}|{ident}"
         await self._post_once(key, request.turn_id, "approval", body)
 
     async def _open_request(self, kind: str, ident: str) -> Post | None:
