@@ -135,6 +135,10 @@ class ConfirmationResolved(_Event):
     reason: str | None = Field(default=None, exclude_if=_unless_none)
     approved_by: list[str] | None = Field(default=None, exclude_if=_unless_none)
     """As for `InputResolved`: a quorum's approvers, in vote order."""
+    arguments: dict[str, JsonValue] | None = Field(default=None, exclude_if=_unless_none)
+    """The call as the approver edited it, which is what runs; None: as proposed."""
+    changes: dict[str, JsonValue] | None = Field(default=None, exclude_if=_unless_none)
+    """What the edit changed: `{argument: {"from": proposed, "to": approved}}`."""
 
     @model_validator(mode="before")
     @classmethod

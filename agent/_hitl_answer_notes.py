@@ -19,6 +19,7 @@ from typing import Any
 
 from agent._errors import ResumeValidationError
 from agent._hitl_answerers import UserAnswerer
+from agent._hitl_edits import Edit, changes_text
 from agent._messages import JsonValue
 from agent._turn_input import ConfirmationAnswer, Trigger, TurnInput
 from agent.seams import ConfirmationRecord, ConfirmationStatus
@@ -110,6 +111,7 @@ def confirmation_follow_up(
     reason: str | None,
     workspace: Mapping[str, str],
     approved_by: Sequence[str] | None = None,
+    edit: Edit | None = None,
 ) -> TurnInput:
     """The input of the turn that acts on an answer to a proposed write (or on its expiry).
 
@@ -136,6 +138,12 @@ def confirmation_follow_up(
         if accepted and approved_by:
             who = " and ".join(approved_by)
         text = f"{who} {verb} the proposed call {call}"
+        if edit is not None:
+            edited = f"{record.tool}({json.dumps(edit.arguments, sort_keys=True)})"
+            text += (
+                f" after changing {changes_text(edit.changes)}; it runs as {edited}, "
+                "not as proposed"
+            )
         if approved_by and not accepted:
             text += f" (approved by {' and '.join(approved_by)} before)"
         elif approved_by:
@@ -161,7 +169,8 @@ def confirmation_follow_up(
             accepted=accepted,
             tool=record.tool,
             call_id=record.call_id,
-            arguments=record.arguments,
+            arguments=edit.arguments if edit is not None else record.arguments,
             details=record.details,
+            proposed_arguments=record.arguments if edit is not None else None,
         ),
     )

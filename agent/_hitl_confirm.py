@@ -12,10 +12,10 @@ proposal's row never changes once recorded, so its id names one fixed call.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from agent._errors import ResumeConflictError
+from agent._errors import ResumeConflictError, ResumeValidationError
 from agent._events import ConfirmationResolved
 from agent._hitl_answer_notes import clean_reason, confirmation_follow_up
 from agent._hitl_answerers import QuorumAnswerer
@@ -29,10 +29,12 @@ from agent._hitl_checks import (
     request_digest,
     workspace_of,
 )
+from agent._hitl_edits import QUORUM_EDIT, Edit, apply_edits
 from agent._hitl_grants import AllowAgain, check_allow_again, issue_standing_grant
 from agent._hitl_quorum import Ballot, Tally, VoteTarget, tally
 from agent._hitl_reminding import authorize_widened, escalated_answerers, grant_widened
 from agent._hitl_requests import ConfirmationRequest
+from agent._messages import JsonData
 from agent._session_host import SessionHandle
 from agent._turn_input import TurnInput
 from agent.seams import (
@@ -144,6 +146,7 @@ async def answer_confirmation(
     turn_id: str | None,
     digest: str | None,
     allow_again: AllowAgain | None = None,
+    edits: Mapping[str, JsonData] | None = None,
 ) -> str:
     """The body of `AgentSession.confirm` (see there); returns the follow-up turn's id."""
     runtime = session.runtime
@@ -161,6 +164,7 @@ async def answer_confirmation(
         record.answerers, escalated, by=by, granted=granted, digest=confirmation_digest(record)
     )
     said = clean_reason(reason, runtime.redact)
+    edit = _edit(session, record, accepted, edits)
     standing: tuple[TurnInput | None, str, str | None] | None = None
     if allow_again is not None:
         proposing = await store.get_turn(record.session, record.turn_id)
@@ -186,7 +190,13 @@ async def answer_confirmation(
     status = ConfirmationStatus.ACCEPTED if accepted else ConfirmationStatus.DENIED
     approved_by = list(decided.approved_by) if decided is not None else None
     turn_input = confirmation_follow_up(
-        record, status=status, by=by, reason=said, workspace=workspace, approved_by=approved_by
+        record,
+        status=status,
+        by=by,
+        reason=said,
+        workspace=workspace,
+        approved_by=approved_by,
+        edit=edit,
     )
     resolved = ConfirmationResolved(
         session=session.key,
@@ -197,6 +207,8 @@ async def answer_confirmation(
         outcome="accepted" if accepted else "denied",
         reason=said,
         approved_by=approved_by,
+        arguments=edit.arguments if edit is not None else None,
+        changes=edit.changes_json() if edit is not None else None,
     )
     try:
         _, events = await store.resolve_confirmation(
@@ -210,6 +222,7 @@ async def answer_confirmation(
             now=runtime.clock(),
             reason=said,
             alongside=alongside,
+            approved_arguments=edit.arguments if edit is not None else None,
         )
     except ResumeConflictError:
         # Another answer (or the expiry) won the race under the store's lock: say which.
@@ -234,6 +247,23 @@ async def answer_confirmation(
         await runtime.hub.emit(event)
     runtime.kick(session.key)
     return follow_up
+
+
+def _edit(
+    session: SessionHandle,
+    record: ConfirmationRecord,
+    accepted: bool,
+    edits: Mapping[str, JsonData] | None,
+) -> Edit | None:
+    """The call an approval with edits runs (None: as proposed); refused, with nothing
+    applied, where edits cannot be made."""
+    if edits is None:
+        return None
+    if not accepted:
+        raise ResumeValidationError("edits come with an approval; a denial runs nothing")
+    if isinstance(record.answerers, QuorumAnswerer):
+        raise ResumeValidationError(QUORUM_EDIT)
+    return apply_edits(session.agent.tool_named(record.tool), record, edits)
 
 
 async def _vote(

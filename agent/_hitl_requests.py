@@ -84,6 +84,9 @@ class ConfirmationRequest(BaseModel):
     grantable_for: float | None = Field(default=None, exclude_if=_unless_none)
     """Seconds for which whoever approves may allow the tool's later calls again (a standing
     grant; `@tool(grantable_for=)`), so a surface can offer it; None: not offered."""
+    editable: list[str] | None = Field(default=None, exclude_if=_unless_none)
+    """The arguments whoever approves may change first (`@tool(editable=)`), so a surface can
+    offer "Edit and approve"; None: not offered."""
 
 
 def parked_request(checkpoint: JsonValue) -> InputRequest | None:

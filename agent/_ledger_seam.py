@@ -4,7 +4,7 @@ facts) and `Retention` (pruning history and settled receipts)."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from agent._events import TurnEvent
 from agent._messages import JsonValue
@@ -53,6 +53,7 @@ class Ledgers(Protocol):
         status: ConfirmationStatus | None = None,
         reason: str | None = None,
         alongside: Callable[[StoreHandle], None] | None = None,
+        approved_arguments: dict[str, Any] | None = None,
     ) -> tuple[TurnRecord, list[TurnEvent]]:
         """Answer a pending confirmation and queue the turn that acts on the answer, atomically.
 
@@ -62,7 +63,8 @@ class Ledgers(Protocol):
         (answered or expired already, unknown) and `SessionSuspendedError` if the session is
         parked; in both cases nothing changes. `events` are appended to the session's log
         (numbered) in the same transaction, and `alongside` (as for `enqueue_turn`) runs in it
-        when the answer is applied.
+        when the answer is applied. `approved_arguments`: the call as the approver edited it
+        (`ConfirmationRecord.approved_arguments`), stored with the answer.
         """
         ...
 

@@ -127,6 +127,9 @@ class ConfirmationRecord:
     """What the person who answered said with it (scrubbed, at most `MAX_REASON_CHARS`)."""
     expires_at: float | None = None
     """When it expires if nobody answers (its timer); None: never."""
+    approved_arguments: dict[str, Any] | None = None
+    """What the approver changed the call to before approving it, which is what ran
+    (`agent._hitl_edits`); None: it ran, if approved, as proposed (`arguments`)."""
 
 
 class TimerKind(StrEnum):

@@ -349,6 +349,7 @@ class AgentSession:
         turn_id: str | None = None,
         digest: str | None = None,
         allow_again: AllowAgain | None = None,
+        edits: Mapping[str, JsonData] | None = None,
     ) -> str:
         """Answer a proposed write; returns the id of the turn that acts on the answer.
 
@@ -373,6 +374,11 @@ class AgentSession:
         `allow_again` (with an approval, for a tool declared `grantable_for`): also allow the
         tool's later calls for the same speaker in this thread or channel, for that long, as a
         standing grant (`agent._hitl_grants`); refused (422, nothing applied) where it cannot be.
+
+        `edits` (with an approval, for a tool declared `editable`): `{argument: value}` for the
+        arguments the person changed; the call runs with them, and the model reads what changed
+        (`agent._hitl_edits`). Edits that break the tool's schema, or touch an argument that is
+        not editable, are an `EditRejected` (422, each field's error) and nothing is applied.
         """
         return await answer_confirmation(
             self,
@@ -386,6 +392,7 @@ class AgentSession:
             turn_id=turn_id,
             digest=digest,
             allow_again=allow_again,
+            edits=edits,
         )
 
     async def tally(

@@ -421,9 +421,7 @@ class ToolStepRunner:
             session=turn.session,
             turn_id=turn.turn_id,
             confirmation=confirmation_request(
-                record,
-                # one voter of several must not waive the others' votes on later calls
-                grantable_for=None if isinstance(answerers, QuorumAnswerer) else tool.grantable_for,
+                record, tool, quorum=isinstance(answerers, QuorumAnswerer)
             ),
         )
         await turn.commit(
@@ -445,9 +443,13 @@ def _note(ctx: ToolContext) -> str | None:
 
 
 def confirmation_request(
-    record: ConfirmationRecord, *, grantable_for: float | None = None
+    record: ConfirmationRecord, tool: Tool, *, quorum: bool
 ) -> ConfirmationRequest:
-    """What `confirmation.requested` announces of a proposal just recorded (so still pending)."""
+    """What `confirmation.requested` announces of a proposal just recorded (so still pending).
+    One voter of several must not waive the others' votes on later calls (a grant), nor change
+    what they approve (an edit), so a quorum's proposal offers neither."""
+    grantable_for = None if quorum else tool.grantable_for
+    editable = list(tool.editable) if tool.editable and not quorum else None
     return ConfirmationRequest(
         id=record.confirmation_id,
         turn_id=record.turn_id,
@@ -459,6 +461,7 @@ def confirmation_request(
         details=record.details,
         expires_at=record.expires_at,
         grantable_for=grantable_for,
+        editable=editable,
     )
 
 

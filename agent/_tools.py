@@ -21,6 +21,7 @@ from agent._errors import AssemblyError, ToolError
 from agent._hitl_answer_notes import check_expiry
 from agent._hitl_answerers import Answerer, AnswererInput
 from agent._hitl_checks import answerers_of
+from agent._hitl_edits import EditableInput, editable_fields
 from agent._hitl_reminders import NO_REMINDERS, EscalationInput, Reminders, reminders_of
 from agent._tool_values import (
     MAX_ERROR_CHARS,
@@ -83,6 +84,8 @@ class Tool:
     reminders: Reminders = NO_REMINDERS
     """What the tool asks (its confirmation, its `request_input` calls that name none) is
     reminded of and escalated when nobody answers (`agent._hitl_reminders`)."""
+    editable: tuple[str, ...] = ()
+    """The arguments a person approving a call may change first (`agent._hitl_edits`)."""
 
     @property
     def may_ask(self) -> bool:
@@ -180,6 +183,7 @@ def make_tool(
     grantable_for: float | None = None,
     remind_after: float | None = None,
     escalate_after: EscalationInput = None,
+    editable: EditableInput = None,
 ) -> Tool:
     tool_name = name or fn.__name__
     answerers_for = answerers if callable(answerers) else None
@@ -230,7 +234,25 @@ def make_tool(
         concurrency=concurrency,
         grantable_for=grantable_for,
         reminders=reminders,
+        editable=_editable(tool_name, editable, model, confirmation),
     )
+
+
+def _editable(
+    name: str, editable: EditableInput, model: type[BaseModel], confirmation: Confirmation
+) -> tuple[str, ...]:
+    """Only a `confirmation="required"` write has a proposal a person approves as it stands,
+    so only its arguments can be edited before it runs."""
+    try:
+        fields = editable_fields(editable, model.model_json_schema(), what=f"tool {name!r}")
+    except ValueError as err:
+        raise AssemblyError(str(err)) from None
+    if fields and confirmation != "required":
+        raise AssemblyError(
+            f"tool {name!r}: editable is only for confirmation='required' tools (a person "
+            "approves their call before it runs)"
+        )
+    return fields
 
 
 def _check_grantable(
@@ -274,6 +296,7 @@ def tool(
     grantable_for: float | None = None,
     remind_after: float | None = None,
     escalate_after: EscalationInput = None,
+    editable: EditableInput = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -291,6 +314,7 @@ def tool(
     grantable_for: float | None = None,
     remind_after: float | None = None,
     escalate_after: EscalationInput = None,
+    editable: EditableInput = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Declare a tool. `def` → local (exactly-once through the store), `async def` → remote.
 
@@ -306,7 +330,10 @@ def tool(
     call also allow later ones, in the thread or the channel, for up to that long.
     `remind_after` (seconds) reminds whoever may answer what the tool asks, once, if nobody has;
     `escalate_after=(seconds, answerers)` then lets those answerers answer it too and tells them
-    (`agent._hitl_reminders`); a call's `request_input` may name its own."""
+    (`agent._hitl_reminders`); a call's `request_input` may name its own.
+    `editable` (a `confirmation="required"` tool: True, or argument names) lets whoever approves
+    a call change those arguments first; the call runs with what they approved
+    (`agent._hitl_edits`)."""
 
     def wrap(f: Callable[..., Any]) -> Tool:
         return make_tool(
@@ -321,6 +348,7 @@ def tool(
             grantable_for=grantable_for,
             remind_after=remind_after,
             escalate_after=escalate_after,
+            editable=editable,
         )
 
     return wrap(fn) if fn is not None else wrap

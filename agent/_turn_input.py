@@ -58,6 +58,9 @@ class ConfirmationAnswer(_Frozen):
     details: dict[str, Any] | None = None
     """What a `confirmation="capability"` tool showed and the person approved; the tool finds
     `ctx.confirmed(details)` True only for these (see `agent._hitl_capability_confirmation`)."""
+    proposed_arguments: dict[str, Any] | None = None
+    """The call as the model proposed it, when the person edited it before approving
+    (`arguments` is then what they approved and what runs)."""
 
 
 def speaker_key(team: str, user: str) -> str:

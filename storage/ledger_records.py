@@ -53,12 +53,14 @@ def confirmation_values(record: ConfirmationRecord) -> dict[str, Any]:
         "resolved_at": record.resolved_at,
         "reason": record.reason,
         "expires_at": record.expires_at,
+        "approved_arguments": dump_or_null(record.approved_arguments),
     }
 
 
 def confirmation_record(row: Row) -> ConfirmationRecord:
     arguments = load_json(row["arguments"])
     details = load_json(row["details"])
+    approved = load_json(row["approved_arguments"]) if row.get("approved_arguments") else None
     return ConfirmationRecord(
         session=row["session_key"],
         confirmation_id=row["confirmation_id"],
@@ -77,6 +79,8 @@ def confirmation_record(row: Row) -> ConfirmationRecord:
         # Rows from before revision 0005 (an old dump, a test's literal) have neither.
         reason=row.get("reason"),
         expires_at=None if row.get("expires_at") is None else float(row["expires_at"]),
+        # Rows from before revision 0014 have no column for it.
+        approved_arguments=approved if isinstance(approved, dict) else None,
     )
 
 
@@ -88,6 +92,7 @@ def confirmation_answer(
     *,
     status: ConfirmationStatus | None = None,
     reason: str | None = None,
+    approved_arguments: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The columns a resolution sets (on a row that must still be pending); `status` is read
     from `accepted` unless given (`expired`, when nobody answered in time)."""
@@ -99,6 +104,7 @@ def confirmation_answer(
         "follow_up_turn": follow_up_turn,
         "resolved_at": now,
         "reason": reason,
+        "approved_arguments": dump_or_null(approved_arguments),
     }
 
 

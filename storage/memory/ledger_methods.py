@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from agent.seams import (
     ConfirmationRecord,
@@ -72,10 +73,17 @@ class LedgerMethods:
         status: ConfirmationStatus | None = None,
         reason: str | None = None,
         alongside: Callable[[StoreHandle], None] | None = None,
+        approved_arguments: dict[str, Any] | None = None,
     ) -> tuple[TurnRecord, list[TurnEvent]]:
         rows = encode_events(session, events)
         answer = confirmation_answer(
-            accepted, by, follow_up_turn, now, status=status, reason=reason
+            accepted,
+            by,
+            follow_up_turn,
+            now,
+            status=status,
+            reason=reason,
+            approved_arguments=approved_arguments,
         )
         turn = new_turn(
             session, follow_up_turn, follow_up.model_dump_json(), kind=TurnKind.TURN, now=now

@@ -163,6 +163,9 @@ confirmations = Table(
     Column("reason", Text, nullable=True),
     # When it expires if nobody answers (its timer's due time); NULL: never.
     Column("expires_at", Double, nullable=True),
+    # The call as the approver edited it before approving (JSON), which is what ran; NULL: as
+    # proposed.
+    Column("approved_arguments", Text, nullable=True),
     UniqueConstraint("session_key", "confirmation_id", name="uq_confirmations_session_id"),
     # Pending confirmations across sessions: who may answer what.
     Index("ix_confirmations_status_id", "status", "id"),

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy.engine import Connection
 
@@ -371,10 +371,17 @@ class SqlStore(GrantMethods):
         status: ConfirmationStatus | None = None,
         reason: str | None = None,
         alongside: Callable[[StoreHandle], None] | None = None,
+        approved_arguments: dict[str, Any] | None = None,
     ) -> tuple[TurnRecord, list[TurnEvent]]:
         rows = encode_events(session, events)
         answer = confirmation_answer(
-            accepted, by, follow_up_turn, now, status=status, reason=reason
+            accepted,
+            by,
+            follow_up_turn,
+            now,
+            status=status,
+            reason=reason,
+            approved_arguments=approved_arguments,
         )
         turn = new_turn(
             session, follow_up_turn, follow_up.model_dump_json(), kind=TurnKind.TURN, now=now

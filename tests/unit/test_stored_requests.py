@@ -96,6 +96,8 @@ OLD_CONFIRMATION_EVENT = (
 )
 COLUMNS_OF_0005: dict[str, Any] = {"reason": None, "expires_at": None}
 """Columns revision 0005 added to `confirmations` (NULL for a proposal without them)."""
+COLUMNS_OF_0014: dict[str, Any] = {"approved_arguments": None}
+"""The column revision 0014 added (NULL for a proposal nobody edited)."""
 OLD_CONFIRMATION_ROW: dict[str, Any] = {
     "session_key": "s2",
     "confirmation_id": "T2:c1",
@@ -167,7 +169,11 @@ def test_an_old_confirmation_event_and_row_round_trip() -> None:
 
     record = confirmation_record(OLD_CONFIRMATION_ROW)
     assert record.answerers == UserAnswerer(user="U1")
-    assert confirmation_values(record) == {**OLD_CONFIRMATION_ROW, **COLUMNS_OF_0005}
+    assert confirmation_values(record) == {
+        **OLD_CONFIRMATION_ROW,
+        **COLUMNS_OF_0005,
+        **COLUMNS_OF_0014,
+    }
 
 
 # -- digests: pinned to what the dict code computed -------------------------------------------
@@ -291,5 +297,5 @@ async def test_a_proposal_stores_what_the_dict_code_stored() -> None:
     assert event_to_json(requested) == OLD_CONFIRMATION_EVENT
     assert isinstance(requested.confirmation, ConfirmationRequest)
     row = confirmation_values(proposal)
-    expected = {**OLD_CONFIRMATION_ROW, **COLUMNS_OF_0005, "created_at": 0}
+    expected = {**OLD_CONFIRMATION_ROW, **COLUMNS_OF_0005, **COLUMNS_OF_0014, "created_at": 0}
     assert {**row, "created_at": 0} == expected
