@@ -142,7 +142,9 @@ def _context_param(fn: Callable[..., Any], hints: dict[str, Any]) -> str | None:
 def _schema_model(fn: Callable[..., Any], name: str) -> tuple[type[BaseModel], str | None]:
     from agent._tool_context import ToolContext
 
-    hints = get_type_hints(fn, localns={"ToolContext": ToolContext})
+    # With its `Annotated` metadata: a `Field(gt=0)` on an argument is in the schema the model
+    # reads and is checked on every call (and every edit), not dropped.
+    hints = get_type_hints(fn, localns={"ToolContext": ToolContext}, include_extras=True)
     ctx_name = _context_param(fn, hints)
     fields: dict[str, Any] = {}
     for param in inspect.signature(fn).parameters.values():

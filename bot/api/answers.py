@@ -8,7 +8,8 @@ resumes (or the write's turn is queued) only once the votes decide.
 
 A confirmation may carry `allow_again` ("Approve, and allow this again"): the engine issues a
 standing grant with the approval, or refuses both (422, nothing applied); the reply names the
-grant (`bot.api.grants`).
+grant (`bot.api.grants`). It may carry `edits` for a tool declared `editable`: the call runs
+with them (`approved_arguments` in the reply), or a 422 names each field that does not fit.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from typing import Any, Literal
 
 from agent import (
     Answerer,
+    ConfirmationRecord,
     ConfirmationStatus,
+    QuorumAnswerer,
     ResumeRequest,
     Runtime,
     Tally,
@@ -84,6 +87,7 @@ async def confirm(where: Addressed, confirmation_id: str, body: ConfirmBody) -> 
         reason=body.reason,
         digest=body.digest,
         allow_again=grants.allow_again(body.allow_again),
+        edits=body.edits,
     )
     proposal = await where.session.runtime.store.get_confirmation(where.stored, confirmation_id)
     voted = (
@@ -99,6 +103,7 @@ async def confirm(where: Addressed, confirmation_id: str, body: ConfirmBody) -> 
         poll=where.poll(follow_up),
         votes=votes_out(voted),
         grant=await grants.issued(where, confirmation_id) if body.allow_again else None,
+        approved_arguments=proposal.approved_arguments if proposal is not None else None,
     )
 
 
@@ -145,10 +150,20 @@ async def pending(runtime: Runtime, where: Addressed) -> PendingOut:
                 expires_at=p.expires_at,
                 may_answer=("confirm", p.turn_id, p.confirmation_id) in allowed,
                 votes=await _votes(where, "confirm", p.turn_id, p.confirmation_id),
+                editable=_editable(where, p),
             )
             for p in proposals
         ],
     )
+
+
+def _editable(where: Addressed, proposal: ConfirmationRecord) -> list[str] | None:
+    """What an approval may change: the tool's `editable` arguments, unless several must
+    approve (one of them cannot change what the others approve)."""
+    tool = where.session.agent.tool_named(proposal.tool)
+    if tool is None or not tool.editable or isinstance(proposal.answerers, QuorumAnswerer):
+        return None
+    return list(tool.editable)
 
 
 async def _votes(

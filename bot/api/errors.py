@@ -7,7 +7,8 @@ the engine's errors to status codes, so every route answers a refusal alike.
     ResumeConflictError        409   not pending, another turn or input, a stale digest, expired
     SessionSuspendedError      409   the session waits on an answer; no new turn until then
     ResumeValidationError      422   the answer does not fit the request's schema (or a grant
-                                     `allow_again` asks for that the engine will not issue)
+                                     `allow_again` asks for that the engine will not issue, or
+                                     `edits` it refuses, each field in `detail`)
     TurnNotFoundError          404
     GrantNotFoundError         404   no such standing grant (or another workspace's)
     StoreUnavailableError      503   the database is away; nothing was applied, retry
@@ -29,6 +30,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from agent import (
+    EditRejected,
     GrantNotFoundError,
     ResumeAuthorizationError,
     ResumeConflictError,
@@ -87,6 +89,9 @@ def engine_error(err: Exception) -> ApiError | None:
         case SessionSuspendedError():
             # The store's text names the session's internal key; this is what a caller needs.
             return ApiError(409, WAITING)
+        case EditRejected():
+            detail = [{"loc": ["body", "edits", k], "msg": v} for k, v in err.fields.items()]
+            return ApiError(422, str(err), detail=detail)
         case ResumeValidationError():
             return ApiError(422, str(err))
         case TurnNotFoundError():

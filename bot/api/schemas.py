@@ -85,6 +85,14 @@ class ConfirmBody(_Body):
         default=None,
         description="With `accepted` true: also issue a standing grant (see `AllowAgainBody`).",
     )
+    edits: dict[str, Any] | None = Field(
+        default=None,
+        max_length=64,
+        description="With `accepted` true, for a proposal whose `editable` lists arguments: "
+        "the new values of those the caller changed (`{argument: value}`). The call runs with "
+        "them; an argument that is not editable, or a value the tool's schema refuses, is a "
+        "422 naming each field (`detail`) and nothing is applied.",
+    )
 
 
 class CancelBody(_Body):
@@ -210,6 +218,11 @@ class PendingConfirmationOut(_Out):
     expires_at: float | None
     may_answer: bool
     votes: VotesOut | None = Field(default=None, description="Votes so far (a `Quorum` only).")
+    editable: list[str] | None = Field(
+        default=None,
+        description="The arguments an approval may change (`edits` of the confirm body); "
+        "null: it is approved or denied as proposed.",
+    )
 
 
 class PendingOut(_Out):
@@ -280,6 +293,10 @@ class ConfirmOut(_Out):
         default=None,
         description="The standing grant `allow_again` issued (null without one): its "
         "`grant_id` is what `DELETE /grants/{grant_id}` revokes.",
+    )
+    approved_arguments: dict[str, Any] | None = Field(
+        default=None,
+        description="The call as `edits` changed it, which is what runs (null: as proposed).",
     )
 
 

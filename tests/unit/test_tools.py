@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
+from pydantic import Field, ValidationError
 
 from agent import Agent, AssemblyError, ToolContext, tool
 
@@ -30,6 +31,26 @@ def test_schema_from_type_hints_leaves_out_the_context() -> None:
         "required": ["order_id", "amount"],
         "additionalProperties": False,
     }
+
+
+def test_annotated_constraints_reach_the_schema_and_the_check() -> None:
+    """A bound declared on an argument is what the model reads and what every call (and every
+    edit of a proposed call) is checked against; dropping it would let a refund of -5 run."""
+
+    @tool
+    def refund(amount: Annotated[int, Field(gt=0, le=500, description="In euros.")]) -> None:
+        """Refund."""
+
+    assert refund.input_schema["properties"]["amount"] == {
+        "type": "integer",
+        "exclusiveMinimum": 0,
+        "maximum": 500,
+        "description": "In euros.",
+    }
+    assert refund.parse_input({"amount": 40}) == {"amount": 40}
+    for wrong in (-5, 0, 501):
+        with pytest.raises(ValidationError):
+            refund.parse_input({"amount": wrong})
 
 
 def test_async_def_is_remote() -> None:
