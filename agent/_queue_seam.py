@@ -207,6 +207,15 @@ class Approvals(Protocol):
         (who may answer which is the runtime's question, `Runtime.answerable`)."""
         ...
 
+    async def answered_confirmations(
+        self, since: float | None = None, limit: int = 100
+    ) -> list[ConfirmationRecord]:
+        """Proposals of every session that were answered or expired (the audit, `bot approvals
+        --history`), most recently resolved first, at most `limit`; with `since`, only those
+        resolved at or after it. Each keeps its proposed `arguments` and, for an edited
+        approval, the `approved_arguments` that ran."""
+        ...
+
     async def recent_turns(self, speaker: str, limit: int) -> list[TurnRecord]:
         """The latest `limit` turns whose speaker is `speaker` (`TurnInput.speaker_key`, kept
         with the turn when it was queued), across sessions and generations, newest first."""

@@ -31,6 +31,8 @@ from agent import (
 from bot.api import grants
 from bot.api.addressed import Addressed, hooked
 from bot.api.schemas import (
+    AnsweredOut,
+    ConfirmationsOut,
     ConfirmBody,
     ConfirmOut,
     PendingConfirmationOut,
@@ -104,6 +106,33 @@ async def confirm(where: Addressed, confirmation_id: str, body: ConfirmBody) -> 
         votes=votes_out(voted),
         grant=await grants.issued(where, confirmation_id) if body.allow_again else None,
         approved_arguments=proposal.approved_arguments if proposal is not None else None,
+    )
+
+
+async def history(where: Addressed, limit: int) -> ConfirmationsOut:
+    """The session's proposed writes, newest first, each with its answer and both calls (as
+    proposed, and as it ran where the approver edited it)."""
+    proposals = list(reversed(await where.session.confirmations()))[:limit]
+    return ConfirmationsOut(
+        session=where.key,
+        confirmations=[
+            AnsweredOut(
+                confirmation_id=p.confirmation_id,
+                turn_id=p.turn_id,
+                tool=p.tool,
+                prompt=p.prompt,
+                status=p.status.value,
+                by=p.by,
+                reason=p.reason,
+                arguments=p.arguments,
+                approved_arguments=p.approved_arguments,
+                created_at=p.created_at,
+                resolved_at=p.resolved_at,
+                follow_up_turn=p.follow_up_turn,
+                votes=await _votes(where, "confirm", p.turn_id, p.confirmation_id),
+            )
+            for p in proposals
+        ],
     )
 
 

@@ -28,8 +28,9 @@ ERRORS = {
     404: "No such session, turn or grant (another team's are never found).",
     409: "Not pending, answered already, a stale digest, or the session waits on an answer.",
     413: "The body is too large.",
-    422: "The body does not fit the schema, the answer does not fit the request's, or the "
-    "engine will not issue the grant `allow_again` asks for (nothing applied).",
+    422: "The body does not fit the schema, the answer does not fit the request's, the "
+    "engine will not issue the grant `allow_again` asks for, or refuses the `edits` (each "
+    "field in `detail`); nothing applied.",
     500: "The agent's authorize_answer hook failed; nothing was applied.",
     503: "The database is unavailable; nothing was applied (retry).",
 }
@@ -159,6 +160,27 @@ def _paths() -> dict[str, Any]:
                 "responses": {
                     "200": _answer("The parked request and pending confirmations.", "PendingOut"),
                     **_errors(400, 401, 404, 500, 503),
+                },
+            }
+        },
+        "/sessions/{key}/confirmations": {
+            "get": {
+                "summary": "The audit: the session's proposed writes and what became of each.",
+                "parameters": [
+                    KEY,
+                    {
+                        "name": "limit",
+                        "in": "query",
+                        "schema": {"type": "integer", "minimum": 1, "maximum": 500},
+                        "description": "At most this many, newest first (default 100).",
+                    },
+                ],
+                "responses": {
+                    "200": _answer(
+                        "Each proposal with its answer, the call as proposed and as it ran.",
+                        "ConfirmationsOut",
+                    ),
+                    **_errors(400, 401, 404, 503),
                 },
             }
         },

@@ -32,6 +32,7 @@ MAX_BODY_BYTES = 1024 * 1024
 """A turn's text is bounded by `MAX_INBOUND_CHARS` (40,000 characters by default, at most four
 bytes each); a body past this is refused before it is read in full."""
 MAX_EVENTS = 1000
+MAX_CONFIRMATIONS, DEFAULT_CONFIRMATIONS = 500, 100
 _SEQ = re.compile(r"[0-9]{1,18}")
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
@@ -149,6 +150,12 @@ async def get_pending(service: ApiService, caller: Caller, request: Request) -> 
     return _json(await service.pending(where))
 
 
+async def get_confirmations(service: ApiService, caller: Caller, request: Request) -> Response:
+    where = await service.existing(caller, request.path_params["key"])
+    limit = int(_bounded(request, "limit", 1, MAX_CONFIRMATIONS, DEFAULT_CONFIRMATIONS))
+    return _json(await service.confirmations(where, limit))
+
+
 async def post_resume(service: ApiService, caller: Caller, request: Request) -> Response:
     where = await service.existing(caller, request.path_params["key"])
     body = await read_body(request, ResumeBody, MAX_BODY_BYTES)
@@ -191,6 +198,7 @@ ROUTES: list[tuple[str, str, Handler]] = [
     ("GET", "/sessions/{key}/turns/{turn_id}", get_turn),
     ("GET", "/sessions/{key}/events", get_events),
     ("GET", "/sessions/{key}/pending", get_pending),
+    ("GET", "/sessions/{key}/confirmations", get_confirmations),
     ("POST", "/sessions/{key}/resume", post_resume),
     ("POST", "/sessions/{key}/confirmations/{confirmation_id}", post_confirmation),
     ("POST", "/sessions/{key}/cancel", post_cancel),

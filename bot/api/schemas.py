@@ -300,6 +300,33 @@ class ConfirmOut(_Out):
     )
 
 
+class AnsweredOut(_Out):
+    """One proposed write of the session and what became of it (the audit)."""
+
+    confirmation_id: str
+    turn_id: str
+    tool: str
+    prompt: str
+    status: Literal["pending", "accepted", "denied", "expired"]
+    by: str | None = Field(description="Who answered (the deciding vote, for a `Quorum`).")
+    reason: str | None
+    arguments: dict[str, Any] = Field(description="The call as the model proposed it.")
+    approved_arguments: dict[str, Any] | None = Field(
+        description="The call as the approver edited it, which is what ran (null: as proposed)."
+    )
+    created_at: float
+    resolved_at: float | None
+    follow_up_turn: str | None = Field(description="The turn that acted on the answer.")
+    votes: VotesOut | None = Field(default=None, description="A `Quorum`'s votes.")
+
+
+class ConfirmationsOut(_Out):
+    session: str
+    confirmations: list[AnsweredOut] = Field(
+        description="Every proposed write of the session, newest first, at most `limit`."
+    )
+
+
 class CancelOut(_Out):
     session: str
     cancelled: list[str]
@@ -333,6 +360,7 @@ ANSWERS: tuple[type[BaseModel], ...] = (
     PendingOut,
     ResumeOut,
     ConfirmOut,
+    ConfirmationsOut,
     GrantOut,
     GrantsOut,
     CancelOut,

@@ -47,6 +47,7 @@ from bot.api.feed import Feed
 from bot.api.schemas import (
     CancelBody,
     CancelOut,
+    ConfirmationsOut,
     ConfirmBody,
     ConfirmOut,
     EventsOut,
@@ -285,6 +286,9 @@ class ApiService:
 
     async def pending(self, where: Addressed) -> PendingOut:
         return await answers.pending(self.runtime, where)
+
+    async def confirmations(self, where: Addressed, limit: int) -> ConfirmationsOut:
+        return await answers.history(where, limit)
 
     # standing grants --------------------------------------------------------------------------
 

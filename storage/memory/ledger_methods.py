@@ -59,6 +59,12 @@ class LedgerMethods:
         async with self._lock:
             return ledgers.pending_confirmations(self._sessions.values())
 
+    async def answered_confirmations(
+        self, since: float | None = None, limit: int = 100
+    ) -> list[ConfirmationRecord]:
+        async with self._lock:
+            return ledgers.answered_confirmations(self._sessions.values(), since, limit)
+
     async def resolve_confirmation(
         self,
         session: str,

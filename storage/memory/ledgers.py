@@ -52,6 +52,20 @@ def pending_confirmations(states: Iterable[SessionState]) -> list[ConfirmationRe
     return [confirmation_record(row) for row in sorted(rows, key=_id)]
 
 
+def answered_confirmations(
+    states: Iterable[SessionState], since: float | None, limit: int
+) -> list[ConfirmationRecord]:
+    rows = [
+        row
+        for state in states
+        for row in state.confirmations.values()
+        if row["status"] != ConfirmationStatus.PENDING
+        and (since is None or row["resolved_at"] >= since)
+    ]
+    rows.sort(key=lambda row: (row["resolved_at"], _id(row)), reverse=True)
+    return [confirmation_record(row) for row in rows[:limit]]
+
+
 def resolve_confirmation(
     state: SessionState | None,
     ids: RowIds,

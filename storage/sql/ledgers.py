@@ -78,6 +78,16 @@ def pending_confirmations(conn: Connection) -> list[ConfirmationRecord]:
     return [confirmation_record(row) for row in rows]
 
 
+def answered_confirmations(
+    conn: Connection, since: float | None, limit: int
+) -> list[ConfirmationRecord]:
+    query = select(confirmations).where(confirmations.c.status != ConfirmationStatus.PENDING.value)
+    if since is not None:
+        query = query.where(confirmations.c.resolved_at >= since)
+    query = query.order_by(confirmations.c.resolved_at.desc(), confirmations.c.id.desc())
+    return [confirmation_record(row) for row in conn.execute(query.limit(limit)).mappings()]
+
+
 def resolve_confirmation(
     conn: Connection,
     confirmation_id: str,

@@ -357,6 +357,11 @@ class SqlStore(GrantMethods):
     async def pending_confirmations(self) -> list[ConfirmationRecord]:
         return await self._x.read(sql_ledgers.pending_confirmations)
 
+    async def answered_confirmations(
+        self, since: float | None = None, limit: int = 100
+    ) -> list[ConfirmationRecord]:
+        return await self._x.read(lambda c: sql_ledgers.answered_confirmations(c, since, limit))
+
     async def resolve_confirmation(
         self,
         session: str,

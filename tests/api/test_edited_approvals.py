@@ -115,3 +115,29 @@ async def test_an_edit_the_tool_refuses_is_a_422_naming_the_field(
     assert plain.json()["approved_arguments"] is None
     await _completed(alice, plain.json()["turn_id"])
     assert PAID == [("1", 400)]
+
+
+async def test_the_confirmations_audit_keeps_the_proposed_and_the_approved_call(
+    db_url, api, clients
+) -> None:
+    bot = await api(db_url, AGENT, ScriptedModel(responder=respond))
+    alice, eve = clients(bot, "alice"), clients(bot, "eve")
+    first = await _propose(alice, "1")
+    path = f"/sessions/refunds/confirmations/{first['confirmation_id']}"
+    edited = await alice.post(path, json={"accepted": True, "edits": {"amount": 40}})
+    await _completed(alice, edited.json()["turn_id"])
+    second = await _propose(alice, "2")
+
+    audit = await alice.get("/sessions/refunds/confirmations")
+    assert audit.status_code == 200, audit.text
+    newest, oldest = audit.json()["confirmations"]
+    assert (newest["confirmation_id"], newest["status"]) == (second["confirmation_id"], "pending")
+    assert (oldest["status"], oldest["by"]) == ("accepted", "U0ALICE")
+    assert oldest["arguments"] == {"order_id": "1", "amount": 400}
+    assert oldest["approved_arguments"] == {"order_id": "1", "amount": 40}
+    assert oldest["follow_up_turn"] == edited.json()["turn_id"]
+    limited = await alice.get("/sessions/refunds/confirmations", params={"limit": 1})
+    assert [c["confirmation_id"] for c in limited.json()["confirmations"]] == [
+        second["confirmation_id"]
+    ]
+    assert (await eve.get("/sessions/refunds/confirmations")).status_code == 404

@@ -411,9 +411,10 @@ async def _resolve(
         follow_up_turn=f"confirm:{proposal.confirmation_id}",
         follow_up=follow_up,
         events=[resolved],
-        now=NOW + 1,
+        now=kw.get("at", NOW + 1),
         status=status,
         reason=kw.get("reason"),
+        approved_arguments=kw.get("approved_arguments"),
     )
 
 
@@ -459,6 +460,38 @@ async def test_pending_confirmations_are_listed_across_sessions_oldest_first(
         (third.session, third.confirmation_id),
     ]
     assert listed[0] == await store.get_confirmation(OTHER, first.confirmation_id)
+
+
+async def test_answered_confirmations_are_the_audit_newest_first_with_what_ran(
+    store: SessionStore,
+) -> None:
+    first = await _proposed(store, OTHER, "t1")
+    second = await _proposed(store, S, "t2")
+    third = await _proposed(store, S, "t3")
+    waiting = await _proposed(store, S, "t4")
+    edited = {**second.arguments, "edited": True}
+    await _resolve(store, first, ConfirmationStatus.DENIED, by="U1", at=NOW + 1)
+    await _resolve(
+        store, second, ConfirmationStatus.ACCEPTED, by="U2", at=NOW + 3, approved_arguments=edited
+    )
+    await _resolve(store, third, ConfirmationStatus.EXPIRED, at=NOW + 2)
+
+    listed = await store.answered_confirmations()
+
+    assert [c.confirmation_id for c in listed] == [
+        second.confirmation_id,
+        third.confirmation_id,
+        first.confirmation_id,
+    ]
+    assert waiting.confirmation_id not in [c.confirmation_id for c in listed]
+    assert (listed[0].arguments, listed[0].approved_arguments) == (second.arguments, edited)
+    assert (listed[0].by, listed[0].resolved_at) == ("U2", NOW + 3)
+    assert listed[1].approved_arguments is None
+    recent = await store.answered_confirmations(since=NOW + 2)
+    assert [c.confirmation_id for c in recent] == [second.confirmation_id, third.confirmation_id]
+    assert [c.confirmation_id for c in await store.answered_confirmations(limit=1)] == [
+        second.confirmation_id
+    ]
 
 
 # -- across sessions ----------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 `bot approvals`, `bot grants`, `bot turns`, `bot cancel`, `bot reset`. None calls Slack or a
 model.
 
-Each module is one command family (`approvals`, `grants`, `turns`, `sessions`); `arguments` is
+Each module is one command family (`approvals` and its `--history`, `grants`, `turns`,
+`sessions`); `arguments` is
 what every operator command takes (argparse, importing neither the engine nor the database
 layer, so help answers at once), `output` the one convention they print by (tables, or `--json`
 as JSON lines; exit codes 0 / 1 / 2), `stores` what they open, `links` the Slack links they can
@@ -29,10 +30,12 @@ def register(sub: Any) -> None:
 async def run(args: argparse.Namespace, url: str, redis_url: str | None, prefix: str) -> int:
     """Raises `OperatorError` for a usage error (the caller prints it as one line, exit 2),
     and the store's own errors (unreachable, schema) for the caller to report."""
-    from bot.cli.operator import approvals, grants, sessions, turns
+    from bot.cli.operator import approval_history, approvals, grants, sessions, turns
     from bot.cli.operator.stores import databases
 
     async with databases(url) as dbs:
+        if args.command == "approvals" and args.history:
+            return await approval_history.history_command(args, dbs)
         if args.command == "approvals":
             return await approvals.approvals_command(args, dbs)
         if args.command == "grants":

@@ -22,6 +22,7 @@ from bot.cli.operator.output import exit_codes
 from bot.core.durations import age_seconds_of
 
 QUEUED_FOR = 300.0
+HISTORY_LIMIT = 50
 FAILURES = 2
 RESET_WAIT = 60.0
 RECEIPT_STATUSES = ("prepared", "completed", "failed", "uncertain")
@@ -76,6 +77,26 @@ def _approvals(sub: Any) -> None:
         metavar="DOMAIN",
         help="the workspace's domain (acme for acme.slack.com): links become permalinks to "
         "the approval message; without it, a link that opens the channel",
+    )
+    approvals.add_argument(
+        "--history",
+        action="store_true",
+        help="the audit instead: proposed writes answered or expired, newest first, with who "
+        "answered, the call as proposed and as it ran (an edited approval's changes)",
+    )
+    approvals.add_argument(
+        "--since",
+        type=age_seconds,
+        default=None,
+        metavar="AGE",
+        help="with --history: only answers given within this long (30m, 2h, 7d)",
+    )
+    approvals.add_argument(
+        "--limit",
+        type=history_limit,
+        default=HISTORY_LIMIT,
+        metavar="N",
+        help=f"with --history: at most N answers (default {HISTORY_LIMIT})",
     )
     approvals.add_argument("--json", action="store_true", help="JSON lines, one per request")
     _database(approvals)
@@ -317,6 +338,17 @@ def _prune(sub: Any) -> None:
 
 
 # -- argument types ---------------------------------------------------------------------------
+
+
+def history_limit(value: str) -> int:
+    """`--limit`: a whole number from 1 to 10,000."""
+    try:
+        limit = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {value!r}") from None
+    if not 1 <= limit <= 10_000:
+        raise argparse.ArgumentTypeError(f"between 1 and 10000, not {limit}")
+    return limit
 
 
 def age_seconds(value: str) -> float:
