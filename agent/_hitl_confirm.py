@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from agent._errors import ResumeConflictError, ResumeValidationError
+from agent._errors import ResumeConflictError, ResumeValidationError, ToolError
 from agent._events import ConfirmationResolved
 from agent._hitl_answer_notes import clean_reason, confirmation_follow_up
 from agent._hitl_answerers import QuorumAnswerer
@@ -29,7 +29,7 @@ from agent._hitl_checks import (
     request_digest,
     workspace_of,
 )
-from agent._hitl_edits import QUORUM_EDIT, Edit, apply_edits
+from agent._hitl_edits import QUORUM_EDIT, Edit, EditRejected, apply_edits
 from agent._hitl_grants import AllowAgain, check_allow_again, issue_standing_grant
 from agent._hitl_quorum import Ballot, Tally, VoteTarget, tally
 from agent._hitl_reminding import authorize_widened, escalated_answerers, grant_widened
@@ -263,7 +263,24 @@ def _edit(
         raise ResumeValidationError("edits come with an approval; a denial runs nothing")
     if isinstance(record.answerers, QuorumAnswerer):
         raise ResumeValidationError(QUORUM_EDIT)
-    return apply_edits(session.agent.tool_named(record.tool), record, edits)
+    tool = session.agent.tool_named(record.tool)
+    edit = apply_edits(tool, record, edits)
+    if edit is not None and tool is not None and tool.answerers_for is not None:
+        # Who confirms was chosen from the proposed arguments: an edit that would have needed
+        # other approvers (a refund raised past the two-approver line) is not this one's call.
+        try:
+            same = tool.answerers_of_call(edit.arguments) == tool.answerers_of_call(
+                record.arguments
+            )
+        except ToolError:
+            same = False
+        if not same:
+            raise EditRejected(
+                "with these changes the call needs other approvers; deny it and ask for a "
+                "new request instead",
+                {name: "This value needs other approvers." for name in edit.changes},
+            )
+    return edit
 
 
 async def _vote(

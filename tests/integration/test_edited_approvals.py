@@ -65,7 +65,19 @@ async def wire(order: str, amount: int, ctx: ToolContext) -> dict[str, Any]:
     return {"wired": order}
 
 
-AGENT = Agent(name="ops", instructions="x", tools=[refund, cancel, wire])
+def _approvers(arguments: dict[str, Any]) -> Any:
+    """Over 100: two approvers; otherwise the asker."""
+    return Quorum(2, users=["UA", "UB"]) if arguments.get("amount", 0) > 100 else None
+
+
+@tool(effect="write", confirmation="required", editable=["amount"], answerers=_approvers)
+async def credit(order: str, amount: int, ctx: ToolContext) -> dict[str, Any]:
+    """Credit an account; over 100 needs two approvers."""
+    PAID.append((order, amount, "credit"))
+    return {"credited": order}
+
+
+AGENT = Agent(name="ops", instructions="x", tools=[refund, cancel, wire, credit])
 PROPOSED = {"order": "A-1", "amount": 400}
 
 
@@ -212,6 +224,25 @@ async def test_a_quorum_proposal_cannot_be_edited(store: SessionStore) -> None:
             proposal.confirmation_id, True, principal=_as("UA"), edits={"amount": 1}
         )
     assert (await session.confirmations())[0].status == ConfirmationStatus.PENDING
+    await rt.close()
+
+
+async def test_an_edit_that_would_need_other_approvers_is_refused(store: SessionStore) -> None:
+    """Who confirms was chosen from the proposed call: raising a credit past the two-approver
+    line is not for the one approver of the small one to decide."""
+    rt, proposal = await _proposed(store, "credit", order="A-1", amount=50)
+    session = rt.session(AGENT, "s1")
+    with pytest.raises(EditRejected, match="needs other approvers") as refused:
+        await session.confirm(
+            proposal.confirmation_id, True, principal=_as(), edits={"amount": 5000}
+        )
+    assert list(refused.value.fields) == ["amount"]
+    assert PAID == []
+    follow_up = await session.confirm(
+        proposal.confirmation_id, True, principal=_as(), edits={"amount": 60}
+    )
+    assert (await session.result(follow_up)).status == TurnStatus.COMPLETED
+    assert PAID == [("A-1", 60, "credit")]
     await rt.close()
 
 

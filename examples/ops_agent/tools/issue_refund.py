@@ -6,7 +6,9 @@ them because `answerers` is left None). With `OPS_REFUND_APPROVERS` set (comma-s
 user ids), the listed people instead, through the `refund-approvers` policy that
 `authorize_answer` in `agent.py` decides. The list is read when the agent is loaded. Whoever
 may approve is reminded after four hours; with `OPS_REFUND_ESCALATE_TO` set, a refund still
-unanswered after a day is escalated to those people (see `config.py`).
+unanswered after a day is escalated to those people (see `config.py`). Whoever approves may
+change the amount first ("Edit & approve"); the refund then pays what they approved, never more
+than a change of approvers would allow (an edit past the two-approver line is refused).
 
 The provider is `payments.py`, a stand-in that records refunds in `ops_refunds`; no money moves.
 """
@@ -29,6 +31,7 @@ _config = OpsConfig()
     answerers=_config.answerers_for_refund,
     remind_after=REFUND_REMIND_AFTER,
     escalate_after=_config.refund_escalation,
+    editable=["amount"],
 )
 async def issue_refund(order_id: str, amount: float, ctx: ToolContext) -> dict[str, Any]:
     """Refund part or all of what an order was paid, in dollars (a person approves it first)."""
