@@ -66,7 +66,7 @@ from agent._hitl_answering import grant_answer
 from agent._hitl_capability_confirmation import NeedsConfirmation
 from agent._hitl_checks import AnswerRequest, Grant, Principal, ResumeRequest
 from agent._hitl_confirm import confirmation_digest, grant_confirmation
-from agent._hitl_edits import Edit, EditRejected
+from agent._hitl_edits import Edit, EditRejected, apply_edits, changes_text
 from agent._hitl_grants import GRANTS_POLICY, AllowAgain, revoke_grant, standing_grants
 from agent._hitl_inbox import PendingApproval, RecentTurn, request_tally
 from agent._hitl_policy_hook import ApproveAutomatically, PolicyApproval, ProposedWrite
@@ -233,6 +233,8 @@ __all__ = [
     "Usage",
     "UserAnswerer",
     "UserMessage",
+    "apply_edits",
+    "changes_text",
     "confirmation_digest",
     "grant_answer",
     "grant_confirmation",

@@ -29,7 +29,7 @@ from agent._hitl_checks import (
     request_digest,
     workspace_of,
 )
-from agent._hitl_edits import QUORUM_EDIT, Edit, EditRejected, apply_edits
+from agent._hitl_edits import NOT_EDITABLE, QUORUM_EDIT, Edit, EditRejected, apply_edits
 from agent._hitl_grants import AllowAgain, check_allow_again, issue_standing_grant
 from agent._hitl_quorum import Ballot, Tally, VoteTarget, tally
 from agent._hitl_reminding import authorize_widened, escalated_answerers, grant_widened
@@ -263,8 +263,10 @@ def _edit(
         raise ResumeValidationError("edits come with an approval; a denial runs nothing")
     if isinstance(record.answerers, QuorumAnswerer):
         raise ResumeValidationError(QUORUM_EDIT)
+    if record.details is not None:
+        raise ResumeValidationError(NOT_EDITABLE)
     tool = session.agent.tool_named(record.tool)
-    edit = apply_edits(tool, record, edits)
+    edit = apply_edits(tool, record.arguments, edits)
     if edit is not None and tool is not None and tool.answerers_for is not None:
         # Who confirms was chosen from the proposed arguments: an edit that would have needed
         # other approvers (a refund raised past the two-approver line) is not this one's call.

@@ -25,7 +25,6 @@ from pydantic import BaseModel, ValidationError
 
 from agent._errors import ResumeValidationError
 from agent._messages import JsonValue
-from agent._records import ConfirmationRecord
 
 EditableInput = bool | Sequence[str] | None
 """`@tool(editable=)`: True for every field of the input, or the names of those a person may
@@ -90,18 +89,19 @@ def editable_fields(
 
 
 def apply_edits(
-    tool: EditableTool | None, record: ConfirmationRecord, edits: object
+    tool: EditableTool | None, proposed: Mapping[str, Any], edits: object
 ) -> Edit | None:
-    """The call an approval with `edits` runs; None when the edits change nothing. Raises
-    `ResumeValidationError` (`EditRejected` naming the fields) when they cannot be applied."""
+    """The call an approval with `edits` of the `proposed` call runs; None when the edits
+    change nothing. Raises `ResumeValidationError` (`EditRejected` naming the fields) when they
+    cannot be applied. A surface may call it to say what an edit will change before it
+    answers; the engine calls it again when the answer is given."""
     if not isinstance(edits, Mapping) or not all(isinstance(k, str) for k in edits):
         raise ResumeValidationError("the edits must be an object of argument names to values")
-    if tool is None or not tool.editable or record.details is not None:
+    if tool is None or not tool.editable:
         raise ResumeValidationError(NOT_EDITABLE)
     locked = {name: "This field cannot be changed." for name in edits if name not in tool.editable}
     if locked:
         raise EditRejected(f"only {', '.join(tool.editable)} may be changed", locked)
-    proposed = record.arguments
     merged = {**proposed, **edits}
     try:
         parsed = tool.input_model.model_validate(merged)
@@ -117,18 +117,32 @@ def apply_edits(
     changes = {
         name: (proposed.get(name), approved[name])
         for name in edits
-        if name in approved and approved[name] != proposed.get(name)
+        if name in approved and not same_json(approved[name], proposed.get(name))
     }
     return Edit(arguments=approved, changes=changes) if changes else None
 
 
+def same_json(a: object, b: object) -> bool:
+    """Equal as JSON values: 40 is 40.0, but True is not 1."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    return bool(a == b)
+
+
+MAX_SHOWN = 200
+"""A changed value's characters at most in `changes_text` (the whole call is quoted beside it)."""
+
+
 def changes_text(changes: Mapping[str, tuple[JsonValue, JsonValue]]) -> str:
     """ "amount from 400 to 40, note from "x" to "y"": what an edit changed, as the model and
-    the thread read it."""
+    the thread read it (a long value cut short)."""
     return ", ".join(
         f"{name} from {_shown(old)} to {_shown(new)}" for name, (old, new) in changes.items()
     )
 
 
 def _shown(value: JsonValue) -> str:
-    return "(not set)" if value is None else json.dumps(value, sort_keys=True)
+    if value is None:
+        return "(not set)"
+    text = json.dumps(value, sort_keys=True)
+    return text if len(text) <= MAX_SHOWN else text[: MAX_SHOWN - 1] + "…"

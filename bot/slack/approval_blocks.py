@@ -9,6 +9,7 @@ can at most point at a request, never answer as someone else.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, assert_never
 
@@ -42,6 +43,12 @@ ALLOWED_AGAIN = "allowed_again"
 """The key of an approval's `AnswerMark.extra` saying where and how long it was allowed again
 ("in this thread for 1 day"), so the message says so whoever shows it (the click, or the
 renderer after a crash)."""
+EDIT = "agent_approve_edit"
+"""Edit & approve (`bot.slack.edit_modal`): offered on a proposed write of a tool whose
+arguments its approver may change first."""
+EDITED = "edited"
+"""The key of an approval's `AnswerMark.extra` saying what the approver changed ("amount from
+400 to 40"), as `ALLOWED_AGAIN` says where it was allowed again."""
 Kind = Literal["input", "confirm"]
 MAX_MARKDOWN = 12_000  # a markdown block's text limit
 
@@ -164,10 +171,15 @@ def prompt_blocks(prompt: str) -> list[Block]:
 
 
 def approval_blocks(
-    ref: ApprovalRef, prompt: str, answerers: Answerer | None, grantable_for: float | None = None
+    ref: ApprovalRef,
+    prompt: str,
+    answerers: Answerer | None,
+    grantable_for: float | None = None,
+    editable: Sequence[str] | None = None,
 ) -> list[dict[str, Any]]:
     """The request with its buttons; with `grantable_for` (the `confirmation.requested` event's:
-    the tool allows standing grants) also "Approve & allow again"."""
+    the tool allows standing grants) also "Approve & allow again", and with `editable` (its
+    arguments the approver may change) "Edit & approve"."""
     value = ref.encode()
     approve = ButtonElement(
         text="Approve",
@@ -188,6 +200,9 @@ def approval_blocks(
         elements.append(
             ButtonElement(text="Approve & allow again", action_id=ALLOW_AGAIN, value=value)
         )
+    if editable and ref.kind == "confirm":
+        # No `confirm` dialog either: the modal is where the person approves.
+        elements.append(ButtonElement(text="Edit & approve", action_id=EDIT, value=value))
     blocks = [
         *prompt_blocks(prompt),
         ContextBlock(
@@ -208,15 +223,18 @@ def verdict_text(
     by: str | None,
     approved_by: list[str] | None = None,
     allowed_again: str | None = None,
+    changes: str | None = None,
 ) -> str:
     """Who answered; for a quorum, everyone who approved (and, for a Deny, who denied); for an
-    approval that also allowed the tool again, where and for how long."""
+    approval that also allowed the tool again, where and for how long; for one that changed
+    the call first, what it changed ("amount from 400 to 40")."""
     who = f"<@{by}>" if by else "someone"
     if accepted and approved_by:
         who = ", ".join(f"<@{user}>" for user in approved_by)
     if accepted:
         again = f" and allowed it again {allowed_again}" if allowed_again else ""
-        return f":white_check_mark: Approved by {who}{again}"
+        edited = f" with changes: {changes}" if changes else ""
+        return f":white_check_mark: Approved by {who}{again}{edited}"
     verdict = f":no_entry: Denied by {who}"
     if approved_by:
         verdict += " (approved by " + ", ".join(f"<@{user}>" for user in approved_by) + ")"
@@ -233,17 +251,21 @@ def stopped_verdict(by: str | None) -> str:
 
 
 def resolution(
-    outcome: str, by: str | None, reason: str | None = None, approved_by: list[str] | None = None
+    outcome: str,
+    by: str | None,
+    reason: str | None = None,
+    approved_by: list[str] | None = None,
+    changes: str | None = None,
 ) -> str:
     """What a request's message says once it ended, from the engine's `input.resolved` /
-    `confirmation.resolved` outcome."""
+    `confirmation.resolved` outcome (`changes`: what an approval changed of the call)."""
     match outcome:
         case "expired":
             return EXPIRED
         case "cancelled":
             return stopped_verdict(by)
         case "accepted" | "denied":
-            verdict = verdict_text(outcome == "accepted", by, approved_by)
+            verdict = verdict_text(outcome == "accepted", by, approved_by, changes=changes)
         case _ if approved_by is not None:  # a quorum's park: its value is the outcome
             verdict = verdict_text(by in approved_by, by, approved_by)
         case _:  # answered (a park's value is the tool's to read, not ours)
@@ -261,13 +283,20 @@ def answered_message(body: PostBody) -> tuple[str, list[dict[str, Any]]]:
         verdict = body.settled
     else:
         answered = body.answered or AnswerMark(by=None, accepted=False)
-        again = answered.extra.get(ALLOWED_AGAIN)
-        verdict = verdict_text(
-            answered.accepted,
-            answered.by,
-            answered.approved_by,
-            again if isinstance(again, str) else None,
-        )
+        verdict = mark_verdict(answered)
         if answered.reason and not answered.accepted:
             verdict += f": {answered.reason}"
     return f"{prompt}\n{verdict}", answered_blocks(prompt, verdict)
+
+
+def mark_verdict(answered: AnswerMark, *, voters: bool = True) -> str:
+    """What an answer's mark says (`voters`: a quorum's approvers named; a late click shows
+    only who answered)."""
+    again, edited = answered.extra.get(ALLOWED_AGAIN), answered.extra.get(EDITED)
+    return verdict_text(
+        answered.accepted,
+        answered.by,
+        answered.approved_by if voters else None,
+        again if isinstance(again, str) else None,
+        edited if isinstance(edited, str) else None,
+    )

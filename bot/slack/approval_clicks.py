@@ -1,13 +1,14 @@
 """A click on Approve or Deny (in a thread, or in the Home tab's inbox): verify who may answer,
 apply the answer once, show who answered.
 
-Deny first asks why, in a modal (`bot.slack.deny_modal`), where the person may answer: the click
+Deny first asks why, in a modal (`bot.slack.deny_clicks`), where the person may answer: the click
 opens it (with the click's trigger, within Slack's three seconds) and its submission answers
 through this same path, with the reason. Where the modal cannot help (the clicker may not
 answer, the request is gone), the click is answered at once, as before, and refused the same.
-"Approve & allow again" opens its own modal the same way (`bot.slack.grant_clicks`), and its
-submission approves through this path with the standing grant chosen; a grant the engine
-refuses (422) is shown in the modal, nothing applied.
+"Approve & allow again" (`bot.slack.grant_clicks`) and "Edit & approve"
+(`bot.slack.edit_clicks`) open their own modals the same way (`bot.slack.modal_offers`), and
+their submissions approve through this path with the standing grant chosen or the arguments
+changed; what the engine refuses of them (422) is shown in the modal, nothing applied.
 
 The clicker's id and workspace come from the signed payload (`bot.slack.identity`, as Bolt reads
 them: in Enterprise Grid the org is `team.enterprise_id`), never from the button, whose value
@@ -47,20 +48,23 @@ from agent import (
 )
 from agent.seams import ConfirmationStatus, StoreHandle
 from bot.slack.approval_blocks import (
-    ALLOWED_AGAIN,
+    EDITED,
     NO_LONGER_PENDING,
     ApprovalRef,
     answered_blocks,
+    mark_verdict,
     verdict_text,
     vote_counted,
 )
 from bot.slack.calls import SlackCallError, call
-from bot.slack.clicks import Click, answer_mark, names, posted_as, shown_in
+from bot.slack.clicks import Click, answer_mark, posted_as, shown_in
 from bot.slack.clients import SlackClients
-from bot.slack.deny_modal import ModalSeal, Opened, deny_modal, reason_of
+from bot.slack.deny_clicks import DenyOffers
+from bot.slack.deny_modal import ModalSeal, Opened
+from bot.slack.edit_clicks import EditOffers
+from bot.slack.edit_modal import argument_changes, changes_text
 from bot.slack.grant_clicks import GrantOffers
-from bot.slack.grant_modal import SPAN_BLOCK
-from bot.slack.home import HomeTab, Inbox, ref_of
+from bot.slack.home import HomeTab, Inbox
 from bot.slack.identity import principal_of
 from storage.delivery.bodies import AnswerMark
 from storage.delivery.store import DeliveryStore, Post, PostUpdate
@@ -96,7 +100,7 @@ class AnswerHandler:
     ) -> None:
         """`inbox`: the engine's query of who may answer what (the Deny modal opens only for
         someone it lists); `home`: the Home tab to refresh and to tell a Home click's refusal
-        in; `seal`: signs the Deny modal's metadata (no modal without it)."""
+        in; `seal`: signs the modals' metadata (no modal without it)."""
         self.runtime = runtime
         self.agent = agent
         self.delivery = delivery
@@ -105,11 +109,14 @@ class AnswerHandler:
         self.inbox = inbox
         self.home = home
         self.seal = seal
+        self.denials = DenyOffers(self)
         self.grants = GrantOffers(self)
+        self.edits = EditOffers(self)
         self._showing: set[asyncio.Task[None]] = set()
 
     async def handle(self, body: dict[str, Any], ack: Ack | None = None) -> None:
-        """A click on Approve or Deny; a Deny the clicker may give first asks why (a modal)."""
+        """A click on Approve or Deny; a Deny the clicker may give first asks why (a modal),
+        and "Approve & allow again" and "Edit & approve" open their modals."""
         try:
             click = Click.parse(body)
         except (KeyError, IndexError, AttributeError, ValueError, TypeError):
@@ -120,20 +127,12 @@ class AnswerHandler:
         if click.wants_grant:
             await self.grants.offer(click, ack)
             return
-        if not click.accepted and ack is not None and await self._asks_why(click):
-            await ack()
-            await self._open_modal(click)
+        if click.wants_edit:
+            await self.edits.offer(click, ack)
+            return
+        if not click.accepted and await self.denials.offer(click, ack):
             return
         await self.answer(click, ack)
-
-    async def submit(self, body: dict[str, Any], ack: Ack) -> None:
-        """The Deny modal's submission: the Deny, with its reason, from the person who clicked;
-        anything else (metadata not sealed here, another submitter) changes nothing."""
-        opened = self.opened_by(body)
-        if opened is None:
-            await ack()
-            return
-        await self.answer(Click.submitted(opened, reason_of(body["view"])), ack)
 
     def opened_by(self, body: dict[str, Any]) -> Opened | None:
         """The click a modal's submission completes, if this app sealed the modal for it and
@@ -151,43 +150,6 @@ class AnswerHandler:
             log.warning("a modal submitted by another person than its opener was ignored")
             return None
         return opened
-
-    async def _asks_why(self, click: Click) -> bool:
-        """Open the modal only for a request the clicker may answer now (the engine's own
-        query), so a refusal is said at the click, not after typing a reason."""
-        if self.seal is None or self.inbox is None or not click.trigger_id:
-            return False
-        try:
-            pending = await self.inbox.answerable(click.principal)
-        except Exception:
-            log.exception("could not tell who may answer; answering the Deny at once")
-            return False
-        return any(names(click.ref, ref_of(p)) for p in pending)
-
-    async def _open_modal(self, click: Click) -> None:
-        assert self.seal is not None
-        assert click.trigger_id is not None
-        opened = Opened(
-            ref=click.ref,
-            principal=click.principal,
-            channel=click.channel,
-            message_ts=click.message_ts,
-            thread_ts=click.thread_ts,
-            home=click.home,
-            opened_at=time.time(),
-        )
-        post = await self.delivery.get_post(click.ref.post_key)
-        prompt = (post.body.prompt if post else None) or "Deny this request?"
-        view = deny_modal(prompt, self.seal.seal(opened))
-        trigger = click.trigger_id
-        try:
-            client = await self.clients.for_team(click.speaks_for)
-            await call("views.open", lambda: client.views_open(trigger_id=trigger, view=view))
-        except SlackCallError as err:
-            # Too late for the trigger (a slow machine): deny now, without a reason, rather
-            # than leave the click unanswered.
-            log.warning("could not open the Deny modal; denying at once", extra={"code": err.code})
-            await self.answer(click, None)
 
     async def answer(self, click: Click, ack: Ack | None = None) -> None:
         """Apply the click, then `ack` it, then show the outcome in Slack.
@@ -210,10 +172,12 @@ class AnswerHandler:
                 "answering failed; nothing was applied", extra={"session": click.ref.session}
             )
             failure = unexpected
-        if isinstance(failure, ResumeValidationError) and click.allow_again and ack is not None:
-            # The grant asked for is not allowed (nothing was applied): said in the modal, under
-            # its last field, and the modal stays open for another choice.
-            await ack(response_action="errors", errors={SPAN_BLOCK: str(failure)})
+        errors = click.modal_errors(failure) if isinstance(failure, ResumeValidationError) else {}
+        if errors and ack is not None:
+            # What the modal asked for is not allowed (a grant past the limit, an edit that
+            # breaks the tool's schema; nothing was applied): said in the modal, under its
+            # field, and the modal stays open for another choice.
+            await ack(response_action="errors", errors=errors)
             return
         await self.after_ack(session, click, failure, voted, ack)
 
@@ -279,7 +243,9 @@ class AnswerHandler:
             self._refresh_home(click, post)
             return
         approved_by = list(voted.approved_by) if voted is not None else None
-        verdict = verdict_text(click.accepted, click.user, approved_by, click.allowed_again)
+        verdict = verdict_text(
+            click.accepted, click.user, approved_by, click.allowed_again, click.changes
+        )
         if click.reason:
             verdict += f": {click.reason}"
         await self._show(click, verdict, post)
@@ -360,6 +326,7 @@ class AnswerHandler:
                 turn_id=ref.turn_id,
                 digest=ref.digest,
                 allow_again=click.allow_again,
+                edits=click.edits,
             )
             voted = None
             if before is not None:
@@ -399,11 +366,7 @@ class AnswerHandler:
             return
         await self.tell(click, ALREADY if answered else STALE)
         if isinstance(answered, AnswerMark):
-            again = answered.extra.get(ALLOWED_AGAIN)
-            verdict = verdict_text(
-                answered.accepted, answered.by, None, again if isinstance(again, str) else None
-            )
-            await self._show(click, verdict, post)
+            await self._show(click, mark_verdict(answered, voters=False), post)
         else:
             await self._show(click, NO_LONGER_PENDING, post)
 
@@ -423,7 +386,12 @@ class AnswerHandler:
             record = await store.get_confirmation(ref.session, ref.ident)
             if record is None or record.status == ConfirmationStatus.PENDING:
                 return None
-            return AnswerMark(by=record.by, accepted=record.status == ConfirmationStatus.ACCEPTED)
+            edited = changes_text(argument_changes(record.arguments, record.approved_arguments))
+            return AnswerMark(
+                by=record.by,
+                accepted=record.status == ConfirmationStatus.ACCEPTED,
+                extra={EDITED: edited} if edited else {},
+            )
         steps = await store.load_steps(ref.session, ref.turn_id)
         # Answered, but the winning click has not shown its verdict yet: leave that to it.
         return "racing" if f"input:{ref.turn_id}:{ref.ident}" in steps else None

@@ -6,13 +6,22 @@ button), where (a thread's message, or the Home tab), and how it relates to the 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agent import AllowAgain, Principal, Tally
-from bot.slack.approval_blocks import ALLOW_AGAIN, ALLOWED_AGAIN, APPROVE, ApprovalRef
+from agent import AllowAgain, EditRejected, JsonData, Principal, Tally
+from bot.slack.approval_blocks import (
+    ALLOW_AGAIN,
+    ALLOWED_AGAIN,
+    APPROVE,
+    EDIT,
+    EDITED,
+    ApprovalRef,
+)
 from bot.slack.deny_modal import Opened
-from bot.slack.grant_modal import allowed_again_text
+from bot.slack.edit_modal import field_errors
+from bot.slack.grant_modal import SPAN_BLOCK, allowed_again_text
 from bot.slack.identity import principal_of, workspace_of
 from storage.delivery.bodies import AnswerMark
 from storage.delivery.store import Post
@@ -39,6 +48,15 @@ class Click:
     """A click on "Approve & allow again": it opens the modal, it never answers by itself."""
     allow_again: AllowAgain | None = None
     """What the "Approve & allow again" modal's submission chose (`session.confirm`'s)."""
+    wants_edit: bool = False
+    """A click on "Edit & approve": it opens the modal, it never answers by itself."""
+    edits: Mapping[str, JsonData] | None = None
+    """What the "Edit & approve" modal's submission changed (`session.confirm`'s `edits`)."""
+    changes: str | None = None
+    """What those edits change, as the request's message says it ("amount from 400 to 40")."""
+    fields: Mapping[str, str] | None = None
+    """For a modal's submission: its inputs' block ids by argument name, the first where a
+    refusal about none of them is shown (`modal_errors`)."""
 
     @property
     def speaks_for(self) -> str:
@@ -57,8 +75,9 @@ class Click:
         action_id = action["action_id"]
         common = {
             "ref": ApprovalRef.decode(action["value"]),
-            "accepted": action_id in (APPROVE, ALLOW_AGAIN),
+            "accepted": action_id in (APPROVE, ALLOW_AGAIN, EDIT),
             "wants_grant": action_id == ALLOW_AGAIN,
+            "wants_edit": action_id == EDIT,
             "user": str(principal.get("user")),
             "principal": principal,
             "trigger_id": trigger if isinstance(trigger, str) else None,
@@ -75,34 +94,54 @@ class Click:
         )
 
     @classmethod
-    def submitted(cls, opened: Opened, reason: str | None) -> Click:
-        """The Deny a modal's submission completes."""
+    def completed(cls, opened: Opened, *, accepted: bool, **answer: Any) -> Click:
+        """The answer a modal's submission completes, by the person who clicked, where they
+        clicked (`answer`: what the modal added to it)."""
         return cls(
             ref=opened.ref,
-            accepted=False,
+            accepted=accepted,
             user=str(opened.principal.get("user")),
             principal=opened.principal,
             channel=opened.channel,
             message_ts=opened.message_ts,
             thread_ts=opened.thread_ts,
             home=opened.home,
-            reason=reason,
+            **answer,
         )
 
     @classmethod
+    def submitted(cls, opened: Opened, reason: str | None) -> Click:
+        """The Deny a modal's submission completes."""
+        return cls.completed(opened, accepted=False, reason=reason)
+
+    @classmethod
     def allowing(cls, opened: Opened, allow: AllowAgain) -> Click:
-        """The approval (and standing grant) the "Approve & allow again" modal completes."""
-        return cls(
-            ref=opened.ref,
-            accepted=True,
-            user=str(opened.principal.get("user")),
-            principal=opened.principal,
-            channel=opened.channel,
-            message_ts=opened.message_ts,
-            thread_ts=opened.thread_ts,
-            home=opened.home,
-            allow_again=allow,
-        )
+        """The approval (and standing grant) the "Approve & allow again" modal completes; a
+        refusal is shown under its last field."""
+        return cls.completed(opened, accepted=True, allow_again=allow, fields={"": SPAN_BLOCK})
+
+    @classmethod
+    def editing(
+        cls,
+        opened: Opened,
+        edits: Mapping[str, JsonData] | None,
+        changes: str | None,
+        fields: Mapping[str, str],
+    ) -> Click:
+        """The approval, with the arguments changed, the "Edit & approve" modal completes
+        (`fields`: its inputs' block ids by argument name, in order)."""
+        return cls.completed(opened, accepted=True, edits=edits, changes=changes, fields=fields)
+
+    def modal_errors(self, refused: Exception) -> dict[str, str]:
+        """The engine's refusal of a modal's submission as its `errors` (`response_action:
+        errors`, the modal left open): an argument's error under its input, the rest under the
+        first input. Empty where the answer did not come from a modal with inputs."""
+        if not self.fields:
+            return {}
+        first = next(iter(self.fields.values()))
+        named = refused.fields if isinstance(refused, EditRejected) else {}
+        blocks = {name: block for name, block in self.fields.items() if name}
+        return field_errors(named, str(refused), blocks, first)
 
     @property
     def allowed_again(self) -> str | None:
@@ -129,12 +168,15 @@ def answer_mark(click: Click, before: Tally | None = None) -> AnswerMark:
         if click.accepted and click.user not in approved_by:
             approved_by.append(click.user)
     again = click.allowed_again
+    extra = {ALLOWED_AGAIN: again} if again else {}
+    if click.changes:
+        extra[EDITED] = click.changes
     return AnswerMark(
         by=click.user,
         accepted=click.accepted,
         reason=click.reason or None,
         approved_by=approved_by,
-        extra={ALLOWED_AGAIN: again} if again else {},
+        extra=extra,
     )
 
 

@@ -24,10 +24,11 @@ from slack_bolt.context.async_context import AsyncBoltContext
 
 from agent import Agent, Runtime, SessionSuspendedError
 from bot.slack.agent_entry import AgentEntry
-from bot.slack.approval_blocks import ALLOW_AGAIN, APPROVE, DENY
+from bot.slack.approval_blocks import ALLOW_AGAIN, APPROVE, DENY, EDIT
 from bot.slack.approval_clicks import AnswerHandler
 from bot.slack.calls import SlackCallError
 from bot.slack.deny_modal import DENY_REASON
+from bot.slack.edit_modal import EDIT_MODAL
 from bot.slack.feedback import FEEDBACK, FeedbackHandler
 from bot.slack.grant_modal import ALLOW_AGAIN_MODAL
 from bot.slack.home import HomeTab
@@ -129,13 +130,14 @@ class Listeners:
             app.event("tokens_revoked")(ack=gone.on_tokens_revoked, lazy=[gone.stop_work])
         # Anything else Slack sends gets a 200: a 404 would only make it retry.
         app.event(re.compile(".*"))(self.ignore)
-        for action_id in (APPROVE, DENY, ALLOW_AGAIN):
+        for action_id in (APPROVE, DENY, ALLOW_AGAIN, EDIT):
             app.action(action_id)(self.on_click)
         app.action(FEEDBACK)(self.on_feedback)
         app.action(REVOKE_GRANT)(self.on_revoke)
         app.action(re.compile(".*"))(self.ack)
         app.view(DENY_REASON)(self.on_deny_reason)
         app.view(ALLOW_AGAIN_MODAL)(self.on_allow_again)
+        app.view(EDIT_MODAL)(self.on_edit_approve)
         resets = self.resets
         app.command(self.reset_command)(ack=resets.ack_command, lazy=[resets.on_command])
         app.message_shortcut(RESET_SHORTCUT)(ack=resets.ack_shortcut, lazy=[resets.on_shortcut])
@@ -243,12 +245,18 @@ class Listeners:
 
     async def on_deny_reason(self, ack: Ack, body: dict[str, Any]) -> None:
         """The Deny modal submitted: answered before the ack, as a click is."""
-        await self.answers.submit(body, ack)
+        await self.answers.denials.submit(body, ack)
 
     async def on_allow_again(self, ack: Ack, body: dict[str, Any]) -> None:
         """The "Approve & allow again" modal submitted: approved (and the grant issued) before
         the ack, as a click is; a grant the engine refuses is the ack's `errors`."""
         await self.answers.grants.submit(body, ack)
+
+    async def on_edit_approve(self, ack: Ack, body: dict[str, Any]) -> None:
+        """The "Edit & approve" modal submitted: approved with the edits before the ack, as a
+        click is; an input it cannot read, or an edit the engine refuses, is the ack's `errors`
+        (nothing applied)."""
+        await self.answers.edits.submit(body, ack)
 
     async def on_revoke(self, ack: Ack, body: dict[str, Any]) -> None:
         """Revoke in the Home tab's standing grants: revoked before the ack."""

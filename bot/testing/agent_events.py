@@ -225,16 +225,18 @@ class AgentDriving(DriverCore):
         self,
         user: str,
         view_id: str,
-        values: dict[str, dict[str, str]],
+        values: dict[str, dict[str, Any]],
         *,
         team_id: str | None = None,
     ) -> dict[str, Any]:
-        """`values`: {block_id: {action_id: typed text}} for the modal's plain text inputs."""
-        state = {
-            block: {action: {"type": "plain_text_input", "value": text}}
-            for block, actions in values.items()
-            for action, text in actions.items()
-        }
+        """`values`: {block_id: {action_id: what the person entered}}: the text typed in a
+        text or number input, the value (or the text) of the option chosen in a select or
+        radio buttons (an option's dict: one the modal did not offer, as a forged client
+        sends). Every other input of the modal is sent as Slack sends it, with its initial
+        value; an input the modal does not have, as a plain text input (a forged client)."""
+        standin = self.standin
+        modal = next((v for v in standin.modals if v.id == view_id), None) if standin else None
+        state = state_values(modal.body.get("blocks", []) if modal else [], values)
         return {
             "type": "view_submission",
             **self._who(user, team_id),
@@ -247,7 +249,7 @@ class AgentDriving(DriverCore):
         self,
         user: str,
         view_id: str,
-        values: dict[str, dict[str, str]],
+        values: dict[str, dict[str, Any]],
         *,
         team_id: str | None = None,
     ) -> httpx.Response:
@@ -265,3 +267,49 @@ def _action(button: dict[str, Any]) -> dict[str, Any]:
         "text": button.get("text", {"type": "plain_text", "text": "?"}),
         "action_ts": f"{time.time():.6f}",
     }
+
+
+UNSET: Any = object()
+SELECTS = ("static_select", "radio_buttons")
+
+
+def element_state(element: dict[str, Any], given: Any) -> dict[str, Any]:
+    """An input's entry in `view.state.values`: `{"type", "value"}` for a text or number input,
+    `{"type", "selected_option"}` for a select or radio buttons; `given` UNSET: as the modal
+    showed it."""
+    kind = str(element.get("type"))
+    if kind not in SELECTS:
+        return {"type": kind, "value": element.get("initial_value") if given is UNSET else given}
+    if given is UNSET:
+        chosen = element.get("initial_option")
+    elif given is None or isinstance(given, dict):
+        chosen = given
+    else:
+        options = element.get("options") or []
+        found = [o for o in options if given in (o.get("value"), o.get("text", {}).get("text"))]
+        if not found:
+            raise ValueError(f"the modal offers no option {given!r}")
+        chosen = found[0]
+    return {"type": kind, "selected_option": chosen}
+
+
+def state_values(
+    blocks: list[dict[str, Any]], values: dict[str, dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """`view.state.values` of a submission: every input block of the modal (Slack sends each,
+    https://docs.slack.dev/reference/interaction-payloads/view-interactions-payload), with what
+    `values` says was entered in it."""
+    state: dict[str, dict[str, Any]] = {}
+    for block in blocks:
+        element = block.get("element") if block.get("type") == "input" else None
+        block_id = block.get("block_id")
+        action_id = element.get("action_id") if isinstance(element, dict) else None
+        if not isinstance(element, dict) or not block_id or not action_id:
+            continue
+        given = values.get(block_id, {}).get(action_id, UNSET)
+        state.setdefault(block_id, {})[action_id] = element_state(element, given)
+    for block_id, actions in values.items():
+        for action_id, text in actions.items():
+            entry = {"type": "plain_text_input", "value": text}
+            state.setdefault(block_id, {}).setdefault(action_id, entry)
+    return state

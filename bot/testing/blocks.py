@@ -15,6 +15,8 @@ block than one that passes on a block Slack would not render.
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -82,13 +84,58 @@ def _feedback_buttons(element: dict[str, Any]) -> str | None:
 
 
 def _plain_text_input(element: dict[str, Any]) -> str | None:
-    """https://docs.slack.dev/reference/block-kit/block-elements/plain-text-input-element"""
+    """https://docs.slack.dev/reference/block-kit/block-elements/plain-text-input-element: a
+    string `initial_value`, no longer than the `max_length` a person could type (3,000 at
+    most)."""
     low, high = element.get("min_length", 0), element.get("max_length", 3000)
     if not (isinstance(low, int) and isinstance(high, int) and 0 <= low <= high <= 3000):
         return "plain_text_input: min_length / max_length"
+    initial = element.get("initial_value")
+    if initial is not None and (not isinstance(initial, str) or len(initial) > high):
+        return f"plain_text_input: initial_value is a string of at most {high} characters"
+    if not isinstance(element.get("multiline", False), bool):
+        return "plain_text_input: multiline is a boolean"
     placeholder = element.get("placeholder")
     if placeholder is not None and _plain(placeholder, 150):
         return "plain_text_input: placeholder"
+    return _action_id(element)
+
+
+def _number(value: Any, *, decimal: bool) -> float | None:
+    """A number input's value: a string holding a number (a whole one unless decimals are
+    allowed); None if it is not one."""
+    if not isinstance(value, str):
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    if not math.isfinite(number) or (not decimal and not re.fullmatch(r"-?\d+", value)):
+        return None
+    return number
+
+
+def _number_input(element: dict[str, Any]) -> str | None:
+    """https://docs.slack.dev/reference/block-kit/block-elements/number-input-element:
+    `is_decimal_allowed` required; `initial_value`, `min_value` and `max_value` strings holding
+    numbers (whole ones unless decimals are allowed), the minimum not above the maximum."""
+    decimal = element.get("is_decimal_allowed")
+    if not isinstance(decimal, bool):
+        return "number_input: is_decimal_allowed is a required boolean"
+    read: dict[str, float] = {}
+    for name in ("initial_value", "min_value", "max_value"):
+        if name not in element:
+            continue
+        number = _number(element[name], decimal=decimal)
+        if number is None:
+            kind = "a number" if decimal else "a whole number"
+            return f"number_input: {name} is a string holding {kind}"
+        read[name] = number
+    if read.get("min_value", -math.inf) > read.get("max_value", math.inf):
+        return "number_input: min_value is greater than max_value"
+    placeholder = element.get("placeholder")
+    if placeholder is not None and _plain(placeholder, 150):
+        return "number_input: placeholder"
     return _action_id(element)
 
 
@@ -142,10 +189,11 @@ ELEMENTS: dict[str, Callable[[dict[str, Any]], str | None]] = {
     "button": _button,
     "feedback_buttons": _feedback_buttons,
     "plain_text_input": _plain_text_input,
+    "number_input": _number_input,
     "radio_buttons": _radio_buttons,
     "static_select": _static_select,
 }
-INPUT_ELEMENTS = ("plain_text_input", "radio_buttons", "static_select")
+INPUT_ELEMENTS = ("plain_text_input", "number_input", "radio_buttons", "static_select")
 """What an input block may hold here (Slack takes more; these are the ones the bot sends)."""
 
 
@@ -264,6 +312,8 @@ def _input(block: dict[str, Any]) -> str | None:
     hint = block.get("hint")
     if hint is not None and _plain(hint, 2000):
         return "input: hint"
+    if not isinstance(block.get("optional", False), bool):
+        return "input: optional is a boolean"
     return _element(block.get("element"), INPUT_ELEMENTS)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Literal, assert_never
 
@@ -88,9 +88,11 @@ class ApprovalPosts:
         prompt: str,
         answerers: Answerer | None,
         grantable_for: float | None = None,
+        editable: Sequence[str] | None = None,
     ) -> None:
         """`grantable_for`: the tool allows standing grants (its buttons offer "Approve & allow
-        again")."""
+        again"); `editable`: the arguments its approver may change (they offer "Edit &
+        approve")."""
         existing = await self.delivery.get_post(ref.post_key)
         if existing is not None and (existing.ts or existing.state != "posting"):
             return  # posted, or settled by whoever answered it: never a second request
@@ -102,7 +104,7 @@ class ApprovalPosts:
                     PostUpdate(post_key=existing.post_key, ts=found, state="closed"), time.time()
                 )
                 return
-        blocks = approval_blocks(ref, prompt, answerers, grantable_for)
+        blocks = approval_blocks(ref, prompt, answerers, grantable_for, editable)
         post = Post(
             post_key=ref.post_key,
             session_key=self.key,

@@ -90,12 +90,18 @@ def park_verdict(
 
 
 def confirmation_verdict(
-    outcome: str, by: str | None, reason: str | None, approved_by: list[str] | None = None
+    outcome: str,
+    by: str | None,
+    reason: str | None,
+    approved_by: list[str] | None = None,
+    changes: str | None = None,
 ) -> Verdict:
-    """How a proposed write's request ended (`confirmation.resolved`)."""
+    """How a proposed write's request ended (`confirmation.resolved`; `changes`: what the
+    approver changed of the call first)."""
     match outcome:
         case "accepted":
-            return "complete", f"approved{_all(approved_by) or _who(by)}"
+            edited = f" with changes: {changes}" if changes else ""
+            return "complete", f"approved{_all(approved_by) or _who(by)}{edited}"
         case "denied":
             return "error", denied(by, reason)
         case _:

@@ -34,6 +34,7 @@ from agent import (
 )
 from agent.seams import SessionStore, TurnKind, parked_requests
 from bot.slack.approval_blocks import ApprovalRef, confirmation_prompt, resolution, stopped_verdict
+from bot.slack.edit_modal import changes_text, event_changes
 from bot.slack.feedback import feedback_blocks
 from bot.slack.rendering.approval_posts import ApprovalPosts, button_kind
 from bot.slack.rendering.lease import DeliveryLease, RenderSettings
@@ -279,6 +280,7 @@ class SessionRenderer:
                     confirmation_prompt(confirmation),
                     confirmation.answerers,
                     confirmation.grantable_for,
+                    confirmation.editable,
                 )
                 await self.status.suspended()
             case "input.resolved":
@@ -295,12 +297,15 @@ class SessionRenderer:
                 await self.waiting.resolved(event.turn_id, input_waits(event.input_id), ending)
             case "confirmation.resolved":
                 # (Its turn is the follow-up the answer queued, not the proposing turn.)
-                verdict = resolution(event.outcome, event.by, event.reason, event.approved_by)
+                changed = changes_text(event_changes(event.changes))
+                verdict = resolution(
+                    event.outcome, event.by, event.reason, event.approved_by, changed
+                )
                 await self.approvals.resolved("confirm", event.confirmation_id, verdict)
                 record = await self.store.get_confirmation(self.key, event.confirmation_id)
                 if record is not None:
                     ending = confirmation_verdict(
-                        event.outcome, event.by, event.reason, event.approved_by
+                        event.outcome, event.by, event.reason, event.approved_by, changed
                     )
                     waits = confirm_waits(event.confirmation_id)
                     await self.waiting.resolved(record.turn_id, waits, ending)
