@@ -163,17 +163,21 @@ class ApprovalVoted(_Event):
 
 
 class ApprovedByPolicy(_Event):
-    """A proposed write approved without asking anyone: by the agent's `approve_automatically`
-    rule (`policy`, with its `reason`) or by a standing grant a person gave earlier; the call
-    runs next in this turn. Its confirmation row says the same (`by` "policy:<policy>" or
-    "grant:<grant id>")."""
+    """A proposed write (or a yes-or-no request, `input_id`) approved without asking anyone: by
+    the agent's `approve_automatically` rule (`policy`, with its `reason`) or by a standing
+    grant a person gave earlier; the call runs next in this turn. A write's confirmation row
+    says the same (`by` "policy:<policy>" or "grant:<grant id>")."""
 
     type: Literal["approval.automatic"] = "approval.automatic"
     call_id: str
     tool: str
-    confirmation_id: str
+    confirmation_id: str | None = None
+    """The write's confirmation row; None for a request answered by the rule (`input_id`)."""
     policy: str
     reason: str
+    input_id: str | None = Field(default=None, exclude_if=_unless_none)
+    """Set when the rule answered a yes-or-no `ctx.request_input` (True) instead of a write:
+    nobody was asked, and the turn did not park."""
     grant_id: str | None = Field(default=None, exclude_if=_unless_none)
     granted_by: str | None = Field(default=None, exclude_if=_unless_none)
     """Set when a standing grant let the call through (`policy` is then "standing-grant"):

@@ -97,6 +97,12 @@ def expired_text(input_id: str, note: Mapping[str, JsonValue]) -> str:
 
 def reason_text(input_id: str, note: Mapping[str, JsonValue]) -> str:
     who = note.get("by") or "the person who answered"
+    if isinstance(who, str) and who.startswith("policy:"):
+        policy = who.removeprefix("policy:")
+        return (
+            f"Nobody was asked {input_id!r}: policy {policy} answered yes automatically: "
+            f"{note.get('reason')}"
+        )
     return f"The answer to {input_id!r} came with a reason from {who}: {note.get('reason')}"
 
 

@@ -30,11 +30,13 @@ import logging
 from typing import Any
 
 from agent._events import ApprovedByPolicy
-from agent._hitl_answer_notes import clean_reason
-from agent._hitl_checks import workspace_of
+from agent._hitl_answer_notes import answered_note, clean_reason, note_step_id
+from agent._hitl_answerers import QuorumAnswerer
+from agent._hitl_checks import answer_step_id, workspace_of
 from agent._hitl_grants import covering_grant, grant_reason
 from agent._hitl_policy_hook import ApproveAutomatically, PolicyApproval, ProposedWrite
 from agent._messages import ToolCall
+from agent._signals import ParkTurn
 from agent._tool_turn import ToolTurn
 from agent._tools import Tool
 from agent._turn_input import ConfirmationAnswer
@@ -108,6 +110,67 @@ async def approved_by_policy(turn: ToolTurn, call: ToolCall, tool: Tool) -> bool
     if approval is None:
         return False
     await turn.commit(_approval_commit(turn, call, tool, approval))
+    return True
+
+
+ANSWER_ROUNDS = 16
+"""How many of one call's yes-or-no requests a rule may answer in a row before the next one
+goes to a person (each answer re-runs the call from the top, as a resume would)."""
+
+
+async def answered_by_policy(turn: ToolTurn, call: ToolCall, park: ParkTurn) -> bool:
+    """Whether the agent's rule answered this yes-or-no request (True) instead of a person.
+    Its answer is committed, with the `approval.automatic` event, before this returns True;
+    the caller then runs the call again, and `request_input` returns the answer, exactly as
+    after a resume. Only a request with no schema or a boolean one, and never a `Quorum`'s
+    (several people must approve it, a rule is not several people)."""
+    hook = turn.env.agent.approve_automatically
+    request = park.request
+    yes_or_no = request.json_schema in (None, {"type": "boolean"})
+    if hook is None or not yes_or_no or isinstance(request.answerers, QuorumAnswerer):
+        return False
+    turn_input = turn.turn.input
+    speaker = turn_input.inbound.user if turn_input.inbound is not None else None
+    proposal = ProposedWrite(
+        session=turn.session,
+        turn_id=turn.turn_id,
+        call_id=call.id,
+        tool=call.name,
+        arguments=dict(call.input),
+        asked_by=speaker.id if speaker is not None and speaker.attested else None,
+        trigger_by=turn_input.trigger.by if turn_input.trigger is not None else None,
+        workspace=workspace_of(turn_input),
+        input_id=request.id,
+        prompt=request.prompt,
+    )
+    approval = await _ask(hook, proposal)
+    if approval is None:
+        return False
+    reason = clean_reason(approval.reason, turn.env.redact) or approval.policy
+    event = ApprovedByPolicy(
+        session=turn.session,
+        turn_id=turn.turn_id,
+        call_id=call.id,
+        tool=call.name,
+        input_id=request.id,
+        policy=approval.policy,
+        reason=reason,
+    )
+    # The answer first, with its event: a crash before the note leaves an answered request
+    # (never asked again) whose reason the model does not read; the event still says it.
+    answer = StepCommit(
+        turn_id=turn.turn_id,
+        step_id=answer_step_id(turn.turn_id, request.id),
+        step_value=True,
+        events=[event],
+    )
+    await turn.commit(answer)
+    note = answered_note(f"{POLICY_BY}{approval.policy}", reason)
+    await turn.commit(
+        StepCommit(
+            turn_id=turn.turn_id, step_id=note_step_id(turn.turn_id, request.id), step_value=note
+        )
+    )
     return True
 
 

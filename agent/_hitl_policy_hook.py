@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -26,7 +26,12 @@ class PolicyApproval(BaseModel):
 class ProposedWrite:
     """What the hook is shown: the exact call, whose turn it is, and who it is for. `asked_by`
     is the attested speaker (None for a scheduled or proactive turn, whose `trigger_by` says
-    what started it); `workspace` is the turn's (`team`, `enterprise`)."""
+    what started it); `workspace` is the turn's (`team`, `enterprise`).
+
+    The hook is also shown a yes-or-no request a tool asks with `ctx.request_input` (no schema,
+    or a boolean one; never a `Quorum`'s): then `kind` is "input", `input_id` and `prompt` are
+    the request's, `arguments` are still the call's, and an approval answers it True. A rule
+    that approves by tool name alone approves that tool's requests too: check `kind`."""
 
     session: str
     turn_id: str
@@ -36,6 +41,14 @@ class ProposedWrite:
     asked_by: str | None
     trigger_by: str | None
     workspace: dict[str, str] = field(default_factory=dict)
+    input_id: str | None = None
+    """The request's id, for a yes-or-no request (`kind` "input"); None for a proposed write."""
+    prompt: str | None = None
+    """What the request asks (`kind` "input")."""
+
+    @property
+    def kind(self) -> Literal["write", "input"]:
+        return "write" if self.input_id is None else "input"
 
 
 ApproveAutomatically = Callable[[ProposedWrite], Awaitable[PolicyApproval | None]]

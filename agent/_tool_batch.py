@@ -31,6 +31,7 @@ import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
+from agent._hitl_automatic import ANSWER_ROUNDS, answered_by_policy
 from agent._messages import AssistantMessage, Message, ToolCall, ToolMessage
 from agent._signals import CancelTurn, ParkTurn
 from agent._tool_steps import ToolStepRunner, TurnFailure
@@ -48,10 +49,19 @@ async def run_batch(runner: ToolStepRunner, anchor: int, calls: Sequence[ToolCal
 
     async def run_one(call: ToolCall) -> None:
         turn.checkpoint()
+        for _ in range(ANSWER_ROUNDS):
+            try:
+                await runner.run(anchor, call)
+                return
+            except ParkTurn as park:
+                if not await answered_by_policy(turn, call, park):
+                    parks.append(park)  # the batch goes on: its other calls may ask, or finish
+                    return
+                turn.checkpoint()  # answered by the agent's rule: the call runs again
         try:
             await runner.run(anchor, call)
         except ParkTurn as park:
-            parks.append(park)  # the batch goes on: its other calls may ask too, or finish
+            parks.append(park)  # a rule that kept answering: the next request waits for a person
 
     if limit <= 1 or len(calls) <= 1:
         for call in calls:  # one call after another

@@ -166,7 +166,7 @@ async def test_a_slack_thread_places_an_order_parks_and_pays_a_refund(offline: O
 
     proposal = await offline.agent_says(thread, r"Allow issue_refund")
     assert proposal["ts"] != question["ts"]
-    assert proposal["buttons"] == ["Approve", "Deny"]
+    assert proposal["buttons"] == ["Approve", "Deny", "Edit & approve"]  # the amount is editable
     approve = {**yes, "message_ts": proposal["ts"]}
     assert (await offline.post("/offline/slack/answers", approve)).status_code == 200
     await offline.agent_says(thread, r"Refunded \$37\.00 on ord_")
