@@ -12,7 +12,7 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from slack_bolt.async_app import AsyncApp
@@ -95,7 +95,9 @@ class SlackBot:
         )
         """None without a signing secret (`bot socket` needs none, and slack_sdk refuses an empty
         one): `/slack/events` then takes no request, as none can be verified."""
-        self.home: HomeTab | None = HomeTab(inbox=runtime, delivery=delivery, clients=self.clients)
+        self.home: HomeTab | None = HomeTab(
+            inbox=runtime, delivery=delivery, clients=self.clients, offers=self._offers
+        )
         self.renderers = RendererPool(
             runtime=runtime,
             delivery=delivery,
@@ -214,6 +216,14 @@ class SlackBot:
             self.renderers.start()
             for key in await self.delivery.active_sessions():
                 self.renderers.kick(key)
+
+    def _offers(self, tool_name: str) -> tuple[float | None, Sequence[str] | None]:
+        """What the Home tab offers beyond Approve and Deny for a proposal of this tool, as
+        its `confirmation.requested` event does in the thread."""
+        tool = self.agent.tool_named(tool_name)
+        if tool is None:
+            return None, None
+        return tool.grantable_for, tool.editable or None
 
     def _on_event(self, event: TurnEvent) -> None:
         """A request ended in this process without anyone from Slack (an expiry timer this

@@ -170,6 +170,26 @@ def prompt_blocks(prompt: str) -> list[Block]:
     return [MarkdownBlock(text=f"🙋 {prompt}"[:MAX_MARKDOWN])]
 
 
+def modal_buttons(
+    ref: ApprovalRef, grantable_for: float | None, editable: Sequence[str] | None
+) -> list[ButtonElement]:
+    """A proposed write's buttons beyond Approve and Deny, in a thread or the Home tab:
+    "Approve & allow again" (a tool that allows standing grants) and "Edit & approve" (a tool
+    with editable arguments). Neither has a `confirm` dialog: the modal it opens is where the
+    person approves."""
+    if ref.kind != "confirm":
+        return []
+    value = ref.encode()
+    buttons = []
+    if grantable_for is not None:
+        buttons.append(
+            ButtonElement(text="Approve & allow again", action_id=ALLOW_AGAIN, value=value)
+        )
+    if editable:
+        buttons.append(ButtonElement(text="Edit & approve", action_id=EDIT, value=value))
+    return buttons
+
+
 def approval_blocks(
     ref: ApprovalRef,
     prompt: str,
@@ -194,15 +214,7 @@ def approval_blocks(
         ),
     )
     deny = ButtonElement(text="Deny", action_id=DENY, value=value, style="danger")
-    elements = [approve, deny]
-    if grantable_for is not None and ref.kind == "confirm":
-        # No `confirm` dialog: the modal it opens is the confirmation.
-        elements.append(
-            ButtonElement(text="Approve & allow again", action_id=ALLOW_AGAIN, value=value)
-        )
-    if editable and ref.kind == "confirm":
-        # No `confirm` dialog either: the modal is where the person approves.
-        elements.append(ButtonElement(text="Edit & approve", action_id=EDIT, value=value))
+    elements = [approve, deny, *modal_buttons(ref, grantable_for, editable)]
     blocks = [
         *prompt_blocks(prompt),
         ContextBlock(

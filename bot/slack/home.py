@@ -34,7 +34,14 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import GrantRecord, GrantScope, Principal, Tally
 from agent.seams import Grants
-from bot.slack.approval_blocks import APPROVE, DENY, ApprovalRef, Kind, progress_text
+from bot.slack.approval_blocks import (
+    APPROVE,
+    DENY,
+    ApprovalRef,
+    Kind,
+    modal_buttons,
+    progress_text,
+)
 from bot.slack.calls import Refused, SlackCallError, call
 from bot.slack.clients import SlackClients
 from bot.slack.home_grants import grants_blocks, grants_shown_to
@@ -78,6 +85,13 @@ class Pending(Protocol):
     def digest(self) -> str: ...
     @property
     def tally(self) -> Tally | None: ...
+    @property
+    def tool(self) -> str: ...
+
+
+Offers = Callable[[str], tuple[float | None, Sequence[str] | None]]
+"""A tool's name → what an approver may choose beyond Approve and Deny: its `grantable_for`
+and its `editable` arguments (the agent's declaration; `HomeTab(offers=)`)."""
 
 
 class Recent(Protocol):
@@ -145,9 +159,12 @@ def home_view(
     now: float,
     notice: str | None = None,
     grants: Sequence[GrantRecord] | None = (),
+    offers: Offers | None = None,
 ) -> dict[str, Any]:
     """The Home tab's view. `links`: a permalink per session (its thread), where Slack gave one.
-    `grants`: the person's standing grants (None: they could not be read)."""
+    `grants`: the person's standing grants (None: they could not be read). `offers`: the
+    buttons a proposed write offers beyond Approve and Deny, as its thread message does (never
+    on a request that needs several approvals)."""
     blocks: list[dict[str, Any]] = []
     if notice:
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": notice}]})
@@ -188,6 +205,7 @@ def home_view(
                         "style": "danger",
                         "value": value,
                     },
+                    *_offered(item, offers),
                 ],
             }
         )
@@ -209,6 +227,13 @@ def home_view(
     return {"type": "home", "blocks": blocks}
 
 
+def _offered(item: Pending, offers: Offers | None) -> list[dict[str, Any]]:
+    if offers is None or item.kind != "confirm" or item.tally is not None:
+        return []
+    grantable_for, editable = offers(item.tool)
+    return [button.to_dict() for button in modal_buttons(ref_of(item), grantable_for, editable)]
+
+
 def _header(text: str) -> dict[str, Any]:
     return {"type": "header", "text": {"type": "plain_text", "text": text}}
 
@@ -222,8 +247,16 @@ def _context(text: str) -> dict[str, Any]:
 
 
 class HomeTab:
-    def __init__(self, *, inbox: Inbox, delivery: DeliveryStore, clients: SlackClients) -> None:
+    def __init__(
+        self,
+        *,
+        inbox: Inbox,
+        delivery: DeliveryStore,
+        clients: SlackClients,
+        offers: Offers | None = None,
+    ) -> None:
         self.inbox = inbox
+        self.offers = offers
         self.delivery = delivery
         self.clients = clients
         self._links: OrderedDict[tuple[str, str], str] = OrderedDict()
@@ -254,7 +287,15 @@ class HomeTab:
         links = await self._permalinks(
             client, {p.session for p in pending} | {r.session for r in recent} | in_threads
         )
-        view = home_view(pending, recent, links, now=time.time(), notice=notice, grants=grants)
+        view = home_view(
+            pending,
+            recent,
+            links,
+            now=time.time(),
+            notice=notice,
+            grants=grants,
+            offers=self.offers,
+        )
         try:
             await call("views.publish", lambda: self._publish(client, user, view, hash))
         except Refused as refused:

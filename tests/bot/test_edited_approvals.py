@@ -26,7 +26,7 @@ from agent import (
     ToolContext,
     tool,
 )
-from bot.slack.approval_blocks import APPROVE, DENY, EDIT
+from bot.slack.approval_blocks import APPROVE, DENY, EDIT, ApprovalRef
 from bot.slack.edit_modal import EDIT_MODAL
 from bot.slack.inbound import session_key
 from bot.testing.workspace import Message, View
@@ -327,3 +327,44 @@ async def test_a_forged_submission_applies_nothing(db_url, launch, standin):
     approved = await store.get_confirmation(record.session, record.confirmation_id)
     assert approved.status == ConfirmationStatus.ACCEPTED
     assert approved.approved_arguments is None
+
+
+# the Home tab -------------------------------------------------------------------------------
+
+
+def home_actions(standin: Any, user: str) -> dict[str, dict[str, dict[str, Any]]]:
+    """The Home tab's request buttons: {request id: {action id: button}}."""
+    view = standin.home_views.get(user)
+    listed: dict[str, dict[str, dict[str, Any]]] = {}
+    for block in view.body["blocks"] if view is not None else []:
+        if block["type"] == "actions" and str(block.get("block_id", "")).startswith("approval:"):
+            buttons = {e["action_id"]: e for e in block["elements"]}
+            listed[ApprovalRef.decode(buttons[APPROVE]["value"]).ident] = buttons
+    return listed
+
+
+async def test_the_home_tab_offers_edit_and_approve_and_its_modal_approves(db_url, launch, standin):
+    app: Running = await launch(db_url, AGENT, _model())
+    refund_thread, refund_request = await asked(app, "U0ALICE", "refund order 12")
+    await asked(app, "U0ALICE", "cancel order 13")
+    pending = await proposal(app, refund_thread, refund_request)
+    assert (await app.slack.open_home("U0ALICE")).status_code == 200
+    await eventually(lambda: len(home_actions(standin, "U0ALICE")) == 2)
+    listed = home_actions(standin, "U0ALICE")
+    refund_buttons = listed[pending.confirmation_id]
+    assert set(refund_buttons) == {APPROVE, DENY, EDIT}
+    (cancel_buttons,) = [b for ident, b in listed.items() if ident != pending.confirmation_id]
+    assert set(cancel_buttons) == {APPROVE, DENY}  # nothing to edit there
+
+    seen = len(standin.modals)
+    clicked = await app.slack.click_in_home("U0ALICE", refund_buttons[EDIT])
+    assert clicked.status_code == 200
+    await eventually(lambda: len(standin.modals) > seen)
+    modal: View = standin.modals[-1]
+    assert modal.body["callback_id"] == EDIT_MODAL
+    response = await submit(app, "U0ALICE", modal, amount="25")
+    assert response.status_code == 200
+    await eventually(lambda: PAID == [("12", 25, "as asked", "other")], within=30)
+    await eventually(lambda: pending.confirmation_id not in home_actions(standin, "U0ALICE"))
+    said = "Approved by <@U0ALICE> with changes: amount from 400 to 25"
+    await eventually(lambda: said in refund_request.text, within=30)

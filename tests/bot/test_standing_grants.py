@@ -423,3 +423,36 @@ async def test_revoking_from_home_makes_the_next_call_ask_again(db_url, launch, 
     assert ALLOW_AGAIN in elements(again)
     assert len(requests(standin)) == 2
     assert "71" not in HELD
+
+
+async def test_the_home_tab_offers_approve_and_allow_again_and_its_modal_grants(
+    db_url, launch, standin
+):
+    """The Home tab's inbox offers the third button as the thread does; its modal approves and
+    grants alike."""
+    app: Running = await launch(db_url, AGENT, _model())
+    thread, request = await asked(app, "U0ALICE", "hold order 30")
+    pending = await proposal(app, thread, request)
+    assert (await app.slack.open_home("U0ALICE")).status_code == 200
+
+    def listed() -> dict[str, dict[str, Any]]:
+        view = standin.home_views.get("U0ALICE")
+        blocks = view.body["blocks"] if view is not None else []
+        return {
+            e["action_id"]: e
+            for b in blocks
+            if b["type"] == "actions" and str(b.get("block_id", "")).startswith("approval:")
+            for e in b["elements"]
+        }
+
+    await eventually(lambda: ALLOW_AGAIN in listed())
+    assert set(listed()) == {APPROVE, DENY, ALLOW_AGAIN}
+    assert ApprovalRef.decode(listed()[ALLOW_AGAIN]["value"]).ident == pending.confirmation_id
+    seen = len(standin.modals)
+    clicked = await app.slack.click_in_home("U0ALICE", listed()[ALLOW_AGAIN])
+    assert clicked.status_code == 200
+    await eventually(lambda: len(standin.modals) > seen)
+    assert (await choose(app, "U0ALICE", standin.modals[-1])).status_code == 200
+    await eventually(lambda: HELD == ["30"], within=30)
+    said = "Approved by <@U0ALICE> and allowed it again in this thread for 1 day"
+    await eventually(lambda: said in request.text, within=30)
