@@ -93,20 +93,7 @@ async def approved_by_policy(turn: ToolTurn, call: ToolCall, tool: Tool) -> bool
     hook = turn.env.agent.approve_automatically
     if hook is None:
         return False
-    turn_input = turn.turn.input
-    inbound = turn_input.inbound
-    speaker = inbound.user if inbound is not None else None
-    proposal = ProposedWrite(
-        session=turn.session,
-        turn_id=turn.turn_id,
-        call_id=call.id,
-        tool=tool.name,
-        arguments=dict(call.input),
-        asked_by=speaker.id if speaker is not None and speaker.attested else None,
-        trigger_by=turn_input.trigger.by if turn_input.trigger is not None else None,
-        workspace=workspace_of(turn_input),
-    )
-    approval = await _ask(hook, proposal)
+    approval = await _ask(hook, _shown(turn, call))
     if approval is None:
         return False
     await turn.commit(_approval_commit(turn, call, tool, approval))
@@ -129,21 +116,7 @@ async def answered_by_policy(turn: ToolTurn, call: ToolCall, park: ParkTurn) -> 
     yes_or_no = request.json_schema in (None, {"type": "boolean"})
     if hook is None or not yes_or_no or isinstance(request.answerers, QuorumAnswerer):
         return False
-    turn_input = turn.turn.input
-    speaker = turn_input.inbound.user if turn_input.inbound is not None else None
-    proposal = ProposedWrite(
-        session=turn.session,
-        turn_id=turn.turn_id,
-        call_id=call.id,
-        tool=call.name,
-        arguments=dict(call.input),
-        asked_by=speaker.id if speaker is not None and speaker.attested else None,
-        trigger_by=turn_input.trigger.by if turn_input.trigger is not None else None,
-        workspace=workspace_of(turn_input),
-        input_id=request.id,
-        prompt=request.prompt,
-    )
-    approval = await _ask(hook, proposal)
+    approval = await _ask(hook, _shown(turn, call, input_id=request.id, prompt=request.prompt))
     if approval is None:
         return False
     reason = clean_reason(approval.reason, turn.env.redact) or approval.policy
@@ -172,6 +145,26 @@ async def answered_by_policy(turn: ToolTurn, call: ToolCall, park: ParkTurn) -> 
         )
     )
     return True
+
+
+def _shown(
+    turn: ToolTurn, call: ToolCall, *, input_id: str | None = None, prompt: str | None = None
+) -> ProposedWrite:
+    """What the rule is shown of a call (and, with `input_id`, of the request it makes)."""
+    turn_input = turn.turn.input
+    speaker = turn_input.inbound.user if turn_input.inbound is not None else None
+    return ProposedWrite(
+        session=turn.session,
+        turn_id=turn.turn_id,
+        call_id=call.id,
+        tool=call.name,
+        arguments=dict(call.input),
+        asked_by=speaker.id if speaker is not None and speaker.attested else None,
+        trigger_by=turn_input.trigger.by if turn_input.trigger is not None else None,
+        workspace=workspace_of(turn_input),
+        input_id=input_id,
+        prompt=prompt,
+    )
 
 
 async def _ask(hook: ApproveAutomatically, proposal: ProposedWrite) -> PolicyApproval | None:

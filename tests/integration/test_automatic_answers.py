@@ -27,6 +27,7 @@ from agent import (
     TurnStatus,
     tool,
 )
+from tests.support.dying_store import DiesBeforeStep
 from tests.support.hitl_fixtures import slack_event
 
 PAID: list[str] = []
@@ -138,24 +139,6 @@ async def test_what_the_rule_declines_or_may_not_answer_waits_for_a_person(
         assert len(rule.shown) == (1 if name == "restock" else 0)
 
 
-class _DiesAfterTheAnswer:
-    """The store as a worker sees it that dies right after the rule's answer committed, before
-    its note: that commit never returns, until the worker is torn down."""
-
-    def __init__(self, inner: SessionStore) -> None:
-        self._inner = inner
-        self.reached = asyncio.Event()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    async def commit(self, lease: Any, commit: Any, ttl: float, now: float) -> Any:
-        if commit.step_id is not None and commit.step_id.startswith("answer:"):
-            self.reached.set()
-            await asyncio.Event().wait()
-        return await self._inner.commit(lease, commit, ttl, now)
-
-
 async def test_a_worker_dying_after_the_answer_replays_it_without_asking_again(
     store: SessionStore,
 ) -> None:
@@ -163,7 +146,7 @@ async def test_a_worker_dying_after_the_answer_replays_it_without_asking_again(
     rule = Restocks()
     rt, agent = _runtime(store, rule, "restock", "mug")
     await rt.close()
-    dying = _DiesAfterTheAnswer(store)
+    dying = DiesBeforeStep(store, "answer:")
     first = Runtime(dying, rt.model, agent=agent, poll_interval=0.02, lease_ttl=0.5)  # type: ignore[arg-type]
     async with first:
         turn = await first.session(agent, "s1").start(slack_event("restock mugs"))

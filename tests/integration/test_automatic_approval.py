@@ -29,6 +29,7 @@ from agent import (
     TurnStatus,
     tool,
 )
+from tests.support.dying_store import DiesBeforeStep
 from tests.support.hitl_fixtures import slack_event
 
 PAID: list[tuple[str, float]] = []
@@ -174,31 +175,13 @@ async def test_a_rule_that_fails_approves_nothing_and_a_person_is_asked(
     assert "hunter2" not in caplog.text
 
 
-class _DiesAfterTheApproval:
-    """The store as a worker sees it that dies right after the policy's approval committed,
-    before the call's own step: that commit never returns, until the worker is torn down."""
-
-    def __init__(self, inner: SessionStore) -> None:
-        self._inner = inner
-        self.reached = asyncio.Event()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    async def commit(self, lease: Any, commit: Any, ttl: float, now: float) -> Any:
-        if commit.step_id is not None and commit.step_id.startswith("tool:"):
-            self.reached.set()
-            await asyncio.Event().wait()
-        return await self._inner.commit(lease, commit, ttl, now)
-
-
 async def test_a_worker_dying_after_the_approval_replays_it_without_asking_again(
     store: SessionStore,
 ) -> None:
     PAID.clear()
     rule = SmallRefunds()
     agent = Agent(name="ops", instructions="x", tools=[refund], approve_automatically=rule)
-    dying = _DiesAfterTheApproval(store)
+    dying = DiesBeforeStep(store, "tool:")
     first = _runtime(dying, agent, _model(2.0), lease_ttl=0.5)  # type: ignore[arg-type]
     async with first:
         session = first.session(agent, "s1")
