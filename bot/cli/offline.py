@@ -25,6 +25,7 @@ from collections.abc import AsyncIterator
 
 from pydantic import SecretStr
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -33,6 +34,7 @@ from agent import Model, ScriptedModel
 from bot.app import SlackBot, open_bot, serving_app
 from bot.cli.offline_replies import ops_reply
 from bot.cli.offline_slack import OfflineSlack
+from bot.core.access_log import AccessLog
 from bot.core.logs import setup_logging
 from bot.core.settings import Settings
 from bot.testing import SlackStandIn
@@ -121,4 +123,4 @@ def web_app() -> Starlette:
         r for r in inner.routes if not (isinstance(r, Route) and r.path == "/healthz")
     ]
     routes = [Route("/healthz", health, methods=["GET"]), *slack.routes(), *kept]
-    return Starlette(routes=routes, lifespan=lifespan)
+    return Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(AccessLog)])

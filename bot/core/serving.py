@@ -11,12 +11,14 @@ from typing import Any, Protocol
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from bot.api import ApiService, api_routes
 from bot.api.errors import routing_error
+from bot.core.access_log import AccessLog
 from bot.core.asgi_server import ON_SHUTDOWN, on_stop_signal
 from bot.core.gc_tuning import freeze_startup_heap
 from bot.slack.oauth import INSTALL_PATH, REDIRECT_PATH
@@ -95,4 +97,5 @@ def serving_app(
         ],
         lifespan=lifespan,
         exception_handlers={HTTPException: routing_error},
+        middleware=[Middleware(AccessLog)],
     )

@@ -11,7 +11,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import Field, SecretStr, ValidationError
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agent import DEFAULT_CONTEXT_MESSAGES, DEFAULT_TOOL_CONCURRENCY, password_in_url
@@ -230,8 +230,39 @@ class Settings(BaseSettings):
     """`bot serve` with a Slack stand-in in the process and the scripted model, for a first run
     with no workspace and no key (`bot.cli.offline`); refused beside real credentials or production
     settings (`_offline_problems`). `bot serve --offline` is the same."""
-    log_level: str = Field(default="INFO", alias="LOG_LEVEL")
-    log_format: str = Field(default="json", alias="LOG_FORMAT")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = Field(
+        default="INFO", alias="LOG_LEVEL"
+    )
+    log_format: Literal["json", "text"] = Field(default="json", alias="LOG_FORMAT")
+    """`json`: one object per line (ISO `ts`, `level`, `logger`, `msg`, fields); `text`: for a
+    terminal. Either way secrets are scrubbed and ANSI escapes stripped."""
+    # -- seeing inside (docs/observability.md) ---------------------------------------------------
+    metrics_port: int | None = Field(default=None, ge=1, le=65535, alias="METRICS_PORT")
+    """`bot worker`, `bot clock`, `bot socket`: serve `/metrics`, `/healthz` and `/readyz` on
+    this port. Unset: they serve none. `bot serve` has them on `PORT` already."""
+    metrics_host: str = Field(default="0.0.0.0", alias="METRICS_HOST")
+    metrics_token: SecretStr | None = Field(default=None, alias="METRICS_TOKEN")
+    """Set: `/metrics` answers only `Authorization: Bearer <token>`. Unset: anyone who can reach
+    the port may scrape it (put it behind the network, as Prometheus usually is)."""
+    console_tokens: SecretStr | None = Field(default=None, alias="CONSOLE_TOKENS")
+    """The operator console's logins, a JSON object mapping each token to its operator:
+    `{"<token>": {"name": "ana", "teams": ["T1"]}}` (`teams` null or absent: every workspace).
+    Unset or empty: `/console` answers 404 (`bot.console.tokens`)."""
+    capture_content: bool = Field(
+        default=False, alias="OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+    )
+    """True: spans carry the model's input and output messages and tool arguments and results
+    (scrubbed of secrets). False, the default: no content in any span."""
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _any_case_level(cls, value: object) -> object:
+        return value.upper() if isinstance(value, str) else value
+
+    @field_validator("log_format", mode="before")
+    @classmethod
+    def _any_case_format(cls, value: object) -> object:
+        return value.lower() if isinstance(value, str) else value
 
     @property
     def oauth(self) -> bool:
@@ -286,7 +317,8 @@ class Settings(BaseSettings):
             return
         needs = self._needs(command)
         missing = [name for name in needs if not self._present(name)]
-        problems = self._anthropic_problems() if "ANTHROPIC_API_KEY" in needs else []
+        problems = self._placeholder_problems()
+        problems += self._anthropic_problems() if "ANTHROPIC_API_KEY" in needs else []
         problems += self._retention_problems() if command == "clock" else []
         if "TOKEN_ENCRYPTION_KEYS" in needs and "TOKEN_ENCRYPTION_KEYS" not in missing:
             problems += self._token_key_problems()
@@ -337,6 +369,21 @@ class Settings(BaseSettings):
         if self.web_concurrency != 1:
             problems.append("WEB_CONCURRENCY must be 1: the stand-in lives in one process")
         return problems
+
+    def placeholders(self) -> list[str]:
+        """The credentials still holding a placeholder of `.env.example`, by name."""
+        return [name for name in CREDENTIALS if self._present(name) and not self.credential(name)]
+
+    def _placeholder_problems(self) -> list[str]:
+        """A `.env` copied from the example and not filled in is said at start, by name: the
+        alternative is a bot that starts and fails at its first call to Slack or Anthropic."""
+        left = self.placeholders()
+        if not left:
+            return []
+        return [
+            f"{', '.join(left)} still hold{'s' if len(left) == 1 else ''} .env.example's "
+            "placeholder: put the real value in .env, or unset it"
+        ]
 
     def credential(self, alias: str) -> bool:
         """Set to something other than a placeholder of `.env.example`."""
@@ -431,4 +478,7 @@ class Settings(BaseSettings):
         from bot.api.auth import token_secrets
 
         found += token_secrets(self.api_tokens)
+        for extra in (self.metrics_token, self.console_tokens):
+            if extra is not None and extra.get_secret_value().strip():
+                found.append(extra.get_secret_value().strip())
         return found

@@ -79,3 +79,59 @@ async def test_start_up_logs_no_false_warning_about_the_bot_token(
         root.setLevel(saved[1])
     assert buffer.getvalue()  # the log was captured
     assert "will be unused" not in buffer.getvalue()
+
+
+@pytest.mark.parametrize("command", ["serve", "worker", "clock", "socket"])
+def test_a_copied_env_example_left_unfilled_refuses_to_start_naming_the_placeholders(
+    command, monkeypatch, tmp_path, capsys
+):
+    """The alternative is a bot that starts and fails at its first call, in front of a user."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("BOT_OFFLINE", raising=False)
+    monkeypatch.setenv("DATABASE_URL", f"sqlite+aiosqlite:///{tmp_path}/never.db")
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "REPLACE-with-the-xoxb-bot-token")
+    monkeypatch.setenv("SLACK_SIGNING_SECRET", "a-real-looking-signing-secret")
+    monkeypatch.setenv("SLACK_APP_TOKEN", "xapp-1-real-looking")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "replace-with-your-key")
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    try:
+        assert main([command]) == 2
+    finally:
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+    message = capsys.readouterr().err
+    assert "SLACK_BOT_TOKEN, ANTHROPIC_API_KEY still hold .env.example's placeholder" in message
+    assert "SLACK_SIGNING_SECRET" not in message
+    assert "REPLACE-with" not in message
+    assert not (tmp_path / "never.db").exists()  # refused before anything was opened
+
+
+async def test_a_mention_leaves_an_access_line_and_one_line_for_its_turn(db_url, launch, standin):
+    """What an operator greps for: the request Slack made, and the turn it started, by id."""
+    buffer = io.StringIO()
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    setup_logging(level="INFO", secrets=[TOKEN, SECRET], stream=buffer)
+    try:
+        app = await launch(db_url, AGENT, model(SIMPLE))
+        await app.slack.mention("U0ALICE", "hello", channel="C0TURNLOG")
+        await eventually(lambda: replies(standin, "C0TURNLOG") and idle(standin, "C0TURNLOG"))
+        await eventually(lambda: '"logger": "bot.turns"' in buffer.getvalue())
+    finally:
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+    lines = [json.loads(line) for line in buffer.getvalue().splitlines()]
+    access = [line for line in lines if line["logger"] == "bot.access"]
+    assert any(
+        (line["method"], line["path"], line["status"]) == ("POST", "/slack/events", 200)
+        for line in access
+    )
+    [turn] = [line for line in lines if line["logger"] == "bot.turns"]
+    assert turn["outcome"] == "completed"
+    assert turn["session"].startswith("slack:")
+    assert ":C0TURNLOG:" in turn["session"]
+    assert turn["turn_id"]
+    assert turn["steps"] >= 1
+    assert turn["input_tokens"] > 0
+    assert isinstance(turn["duration_ms"], float)
