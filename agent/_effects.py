@@ -32,6 +32,7 @@ from agent._messages import JsonValue
 from agent._signals import CancellationSignal
 from agent._tool_values import Effect as EffectKind
 from agent._tool_values import to_json_value
+from agent._turn_metering import TurnWatch
 from agent.seams import Lease, Ledgers, ReceiptRecord, ReceiptStatus, SessionStore
 
 log = logging.getLogger(__name__)
@@ -75,7 +76,8 @@ def _uncertain(key: str, receipt_id: str) -> EffectUncertainError:
 
 class EffectScope(Protocol):
     """What effects need of the turn they run in (the turn loop's `TurnEnv` has it): the store
-    and the lease to write receipts under, the clock, and the secret scrubber for error texts."""
+    and the lease to write receipts under, the clock, the secret scrubber for error texts, and
+    the run's watch (an effect answered by its receipt makes a deduplicated call)."""
 
     @property
     def store(self) -> SessionStore: ...
@@ -91,6 +93,9 @@ class EffectScope(Protocol):
 
     @property
     def redact(self) -> Callable[[str], str]: ...
+
+    @property
+    def watch(self) -> TurnWatch: ...
 
 
 class DeclaredTool(Protocol):
@@ -158,6 +163,7 @@ class EffectCoordinator:
                     "was sent. Use a new business operation id for a different write."
                 )
             if existing.status == ReceiptStatus.COMPLETED:
+                self._env.watch.tool_deduplicated(self._step_id)
                 return Effect(value=existing.value, receipt=existing)
             if existing.status in (ReceiptStatus.PREPARED, ReceiptStatus.UNCERTAIN):
                 return await self._recover(existing, reconcile)

@@ -20,11 +20,13 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
 from types import TracebackType
+
+from opentelemetry.trace import TracerProvider
 
 from agent import _hitl_expiry, _hitl_inbox
 from agent._agent_def import Agent
+from agent._cancel_news import CancelNews
 from agent._errors import LeaseLostError, StepConflictError, StoreUnavailableError
 from agent._hitl_checks import Principal
 from agent._hitl_inbox import PendingApproval, RecentTurn
@@ -32,10 +34,13 @@ from agent._redaction import Redactor
 from agent._session import AgentSession
 from agent._sinks import EventHub
 from agent._step_conflicts import StepConflicts
-from agent._store_outage import OutageLog, backoff
+from agent._store_outage import OutageLog, renew_when_reachable
+from agent._telemetry_seam import TurnMeter
+from agent._tracing import Tracing
 from agent._transcript_window import recent_end
 from agent._turn_env import DEFAULT_TOOL_CONCURRENCY
 from agent._turn_loop import TurnEnv, TurnRunner
+from agent._turn_metering import Telemetry
 from agent._turn_result import TurnResult
 from agent._turn_waits import TurnWaits
 from agent.seams import (
@@ -60,18 +65,6 @@ the thread since its newest compaction): the adapter still trims a request that 
 its context window (the Anthropic adapter's `max_context_tokens`)."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class _CancelNews:
-    reason: str
-    keep: str | None = None
-    only: str | None = None
-
-    def apply(self, runner: TurnRunner) -> None:
-        if runner.turn_id == self.keep or (self.only is not None and runner.turn_id != self.only):
-            return
-        runner.cancellation.cancel(self.reason)
-
-
 class Runtime:
     def __init__(
         self,
@@ -91,6 +84,9 @@ class Runtime:
         secrets: Iterable[str] = (),
         context_messages: int = DEFAULT_CONTEXT_MESSAGES,
         tool_concurrency: int = DEFAULT_TOOL_CONCURRENCY,
+        meter: TurnMeter | None = None,
+        tracer_provider: TracerProvider | None = None,
+        capture_content: bool = False,
     ) -> None:
         """`run_turns=False` makes a runtime that only queues (a web process leaving turns to
         workers, which find them through their recovery sweep). `max_concurrent_sessions` caps
@@ -104,7 +100,10 @@ class Runtime:
         model whose API compacts long threads (`Model.compacts_context`): it is shown the
         thread from the turn holding the newest compaction, or from the start, whatever its
         length, since the API bounds and summarises it (`agent._transcript_window`).
-        `tool_concurrency`: how many calls of one model reply run at once (`agent._tool_batch`)."""
+        `tool_concurrency`: how many calls of one model reply run at once (`agent._tool_batch`).
+        `meter` hears what the turns did (`agent.seams.TurnMeter`); spans go to
+        `tracer_provider`, by default OpenTelemetry's global one (a no-op unless the host set
+        up the SDK), with messages and tool arguments only if `capture_content`, scrubbed."""
         self.store = store
         self.model = model
         self.default_agent = agent
@@ -117,7 +116,7 @@ class Runtime:
         self.clock = clock
         self._agents: dict[str, Agent] = {}
         self._running: dict[str, TurnRunner] = {}
-        self._unclaimed: dict[str, list[_CancelNews]] = {}
+        self._unclaimed: dict[str, list[CancelNews]] = {}
         """Cancel news for a session whose next turn is being read: the read may predate the
         durable cancel, and no runner is registered yet to hear the signal."""
         self._drains: dict[str, asyncio.Task[None]] = {}
@@ -130,6 +129,11 @@ class Runtime:
         self._dispatcher: Dispatcher | None = None
         self._telling: set[asyncio.Task[None]] = set()
         self.redact = Redactor(secrets)
+        tracing = Tracing(tracer_provider, capture_content=capture_content, redact=self.redact)
+        self.telemetry = Telemetry(meter, tracing)
+        self._sweeping: set[str] = set()
+        """Sessions the sweep found with a lapsed lease: a claim of one is a takeover if an
+        owner still holds it on paper (a released lease names none)."""
         if context_messages < 1 or tool_concurrency < 1:
             raise ValueError("context_messages and tool_concurrency must be at least 1")
         self.context_messages, self.tool_concurrency = context_messages, tool_concurrency
@@ -242,6 +246,7 @@ class Runtime:
         keys = await self.store.recoverable_sessions(self.clock())
         picked = [k for k in keys if self.agent_for(k) is not None]
         for key in picked:
+            self._sweeping.add(key)
             self.kick(key)
         return picked
 
@@ -306,7 +311,7 @@ class Runtime:
         self, key: str, reason: str, *, keep: str | None = None, only: str | None = None
     ) -> None:
         """The in-process half of `signal_cancel`: what a dispatcher calls on a worker."""
-        news = _CancelNews(reason=reason, keep=keep, only=only)
+        news = CancelNews(reason=reason, keep=keep, only=only)
         runner = self._running.get(key)
         if runner is None:
             unclaimed = self._unclaimed.get(key)
@@ -365,6 +370,7 @@ class Runtime:
             if agent is None:
                 return
             try:
+                lapsed = await self._lapsed_owner(key)
                 lease = await self.store.acquire_lease(
                     key, self.owner, self.lease_ttl, self.clock()
                 )
@@ -374,6 +380,8 @@ class Runtime:
                 return
             if lease is None:
                 return
+            if lapsed:
+                self.telemetry.lease_taken_over(key)
             try:
                 await self._run_holding(agent, lease)
             except LeaseLostError:
@@ -393,6 +401,13 @@ class Runtime:
             if key not in self._rekick:
                 return
 
+    async def _lapsed_owner(self, key: str) -> bool:
+        if key not in self._sweeping:
+            return False
+        self._sweeping.discard(key)
+        record = await self.store.get_session(key)
+        return record is not None and record.lease_owner not in (None, self.owner)
+
     async def _run_holding(self, agent: Agent, lease: Lease) -> None:
         """Drain the session's queue under `lease`, through database outages.
 
@@ -410,29 +425,7 @@ class Runtime:
                 return
             except StoreUnavailableError as err:
                 self.outage.failed(err, writing=True)
-                await self._renew_when_reachable(lease, err)
-
-    async def _renew_when_reachable(self, lease: Lease, error: StoreUnavailableError) -> None:
-        """Retry renewing `lease`, backing off, until the database answers; raises
-        `LeaseLostError` if it answers that the lease moved, and `error` if the runtime closes
-        first."""
-        for delay in backoff(self.poll_interval, self.recovery_interval):
-            if self._closed:
-                raise error
-            await asyncio.sleep(delay)
-            try:
-                renewed = await self.store.renew_lease(lease, self.lease_ttl, self.clock())
-            except StoreUnavailableError as err:
-                self.outage.failed(err, writing=True)
-                error = err
-                continue
-            self.outage.reached(writing=True)
-            if not renewed:
-                raise LeaseLostError(
-                    f"lease on session {lease.session!r} (epoch {lease.epoch}) was taken over "
-                    "while the database was unavailable"
-                )
-            return
+                await renew_when_reachable(self, lease, err, closed=lambda: self._closed)
 
     async def _run_queue(self, agent: Agent, lease: Lease) -> None:
         heartbeat = asyncio.create_task(self._heartbeat(lease))
@@ -448,7 +441,7 @@ class Runtime:
             while not self._closed:
                 # A cancel committed after this read began is only known by its signal, which
                 # may arrive before the runner exists: keep it for the runner.
-                heard: list[_CancelNews] = []
+                heard: list[CancelNews] = []
                 self._unclaimed[lease.session] = heard
                 try:
                     turn = await self.store.next_turn(lease.session)
@@ -480,13 +473,15 @@ class Runtime:
                     clock=self.clock,
                     redact=self.redact,
                     tool_concurrency=self.tool_concurrency,
+                    watch=self.telemetry.watch(agent.name, lease.session, turn.turn_id),
                 )
                 runner = TurnRunner(env, turn, transcript, base)
                 self._running[lease.session] = runner
                 for news in heard:
                     news.apply(runner)
                 try:
-                    await runner.run()
+                    with env.watch.running():
+                        env.watch.run_ended(await runner.run())
                 except StepConflictError as err:
                     tail = await conflicts.settle(env, turn, err, window, since_compaction)
                     transcript, base = tail.messages, tail.base

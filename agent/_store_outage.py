@@ -14,11 +14,15 @@ as long as it lasts; a write that succeeds ends any (its transaction read too).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Protocol
 
-from agent._errors import StoreUnavailableError
+from agent._errors import LeaseLostError, StoreUnavailableError
+from agent._records import Lease
+from agent._store_seam import SessionStore
 
 log = logging.getLogger("agent._runtime")
 
@@ -61,3 +65,50 @@ def backoff(first: float, most: float) -> Iterator[float]:
     while True:
         yield delay * random.uniform(0.5, 1.0)
         delay = min(delay * 2, most)
+
+
+class Renewing(Protocol):
+    """What renewing a lease through an outage needs of the runtime."""
+
+    @property
+    def store(self) -> SessionStore: ...
+
+    @property
+    def outage(self) -> OutageLog: ...
+
+    @property
+    def clock(self) -> Callable[[], float]: ...
+
+    @property
+    def lease_ttl(self) -> float: ...
+
+    @property
+    def poll_interval(self) -> float: ...
+
+    @property
+    def recovery_interval(self) -> float: ...
+
+
+async def renew_when_reachable(
+    runtime: Renewing, lease: Lease, error: StoreUnavailableError, *, closed: Callable[[], bool]
+) -> None:
+    """Retry renewing `lease`, backing off, until the database answers; raises
+    `LeaseLostError` if it answers that the lease moved, and `error` if the runtime closes
+    first."""
+    for delay in backoff(runtime.poll_interval, runtime.recovery_interval):
+        if closed():
+            raise error
+        await asyncio.sleep(delay)
+        try:
+            renewed = await runtime.store.renew_lease(lease, runtime.lease_ttl, runtime.clock())
+        except StoreUnavailableError as err:
+            runtime.outage.failed(err, writing=True)
+            error = err
+            continue
+        runtime.outage.reached(writing=True)
+        if not renewed:
+            raise LeaseLostError(
+                f"lease on session {lease.session!r} (epoch {lease.epoch}) was taken over "
+                "while the database was unavailable"
+            )
+        return

@@ -49,19 +49,27 @@ async def run_batch(runner: ToolStepRunner, anchor: int, calls: Sequence[ToolCal
 
     async def run_one(call: ToolCall) -> None:
         turn.checkpoint()
+        with turn.env.watch.tool_call(call):
+            await run_answering(call)
+
+    async def run_answering(call: ToolCall) -> None:
         for _ in range(ANSWER_ROUNDS):
             try:
                 await runner.run(anchor, call)
                 return
             except ParkTurn as park:
                 if not await answered_by_policy(turn, call, park):
-                    parks.append(park)  # the batch goes on: its other calls may ask, or finish
+                    parked(park, call)  # the batch goes on: its other calls may ask, or finish
                     return
                 turn.checkpoint()  # answered by the agent's rule: the call runs again
         try:
             await runner.run(anchor, call)
         except ParkTurn as park:
-            parks.append(park)  # a rule that kept answering: the next request waits for a person
+            parked(park, call)  # a rule that kept answering: the next request waits for a person
+
+    def parked(park: ParkTurn, call: ToolCall) -> None:
+        parks.append(park)
+        turn.env.watch.tool_parked(call.id)
 
     if limit <= 1 or len(calls) <= 1:
         for call in calls:  # one call after another

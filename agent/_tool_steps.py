@@ -13,6 +13,7 @@ import json
 import logging
 from typing import Any
 
+from agent._confirmation_requests import confirmation_request
 from agent._effects import EffectCoordinator
 from agent._errors import (
     FatalToolError,
@@ -27,7 +28,6 @@ from agent._hitl_answerers import QuorumAnswerer
 from agent._hitl_automatic import approved_by_policy, policy_answer, policy_note
 from agent._hitl_capability_confirmation import Consent, NeedsConfirmation, details_json
 from agent._hitl_checks import default_answerers
-from agent._hitl_requests import ConfirmationRequest
 from agent._messages import AssistantMessage, ToolCall, ToolMessage
 from agent._redaction import is_database_error
 from agent._tool_context import ToolContext
@@ -88,9 +88,10 @@ class ToolStepRunner:
         transcript as the assistant's (exact arguments, no model involved) so it runs next."""
         turn = self.turn
         answer = turn.turn.input.confirmation
-        if answer is None or not answer.accepted:
+        if answer is None or any(isinstance(m, AssistantMessage) for m in turn.turn_messages()):
             return
-        if any(isinstance(m, AssistantMessage) for m in turn.turn_messages()):
+        if not answer.accepted:
+            turn.env.watch.tool_denied(answer.tool)  # the proposed call never runs
             return
         call = ToolCall(
             id=confirmed_call_id(answer.call_id), name=answer.tool, input=answer.arguments
@@ -143,6 +144,8 @@ class ToolStepRunner:
                     f"AssemblyError: this turn parked in tool {call.name!r}, which the agent no "
                     "longer offers; it cannot resume"
                 )
+            if turn.env.agent.tool_named(call.name) is not None:
+                turn.env.watch.tool_refused(call.id)  # the agent has it; this turn's policy not
             error = self._describe(UnknownToolError(f"no tool named {call.name!r}"), call)
             await turn.commit(self._commit(anchor, call, None, error))
             return
@@ -440,29 +443,6 @@ class ToolStepRunner:
 
 def _note(ctx: ToolContext) -> str | None:
     return "\n".join(ctx.notes) or None
-
-
-def confirmation_request(
-    record: ConfirmationRecord, tool: Tool, *, quorum: bool
-) -> ConfirmationRequest:
-    """What `confirmation.requested` announces of a proposal just recorded (so still pending).
-    One voter of several must not waive the others' votes on later calls (a grant), nor change
-    what they approve (an edit), so a quorum's proposal offers neither."""
-    grantable_for = None if quorum else tool.grantable_for
-    editable = list(tool.editable) if tool.editable and not quorum else None
-    return ConfirmationRequest(
-        id=record.confirmation_id,
-        turn_id=record.turn_id,
-        call_id=record.call_id,
-        tool=record.tool,
-        arguments=record.arguments,
-        prompt=record.prompt,
-        answerers=record.answerers,
-        details=record.details,
-        expires_at=record.expires_at,
-        grantable_for=grantable_for,
-        editable=editable,
-    )
 
 
 def _check_may_ask(tool: Tool, asked: NeedsConfirmation) -> NeedsConfirmation:

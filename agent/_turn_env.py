@@ -4,11 +4,12 @@ work to (tool steps, effects) can all name it without importing one another."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from agent._agent_def import Agent
 from agent._tool_values import SHAPES_ONLY
+from agent._turn_metering import TurnWatch, quiet_watch
 from agent.seams import EventSink, Lease, Model, SessionStore
 
 DEFAULT_TOOL_CONCURRENCY: Final = 4
@@ -33,6 +34,8 @@ class TurnEnv:
     ttl: float
     clock: Callable[[], float]
     redact: Callable[[str], str] = SHAPES_ONLY
+    """Scrubs secrets from every error text before it is stored, emitted or shown to the model."""
     tool_concurrency: int = DEFAULT_TOOL_CONCURRENCY
     """How many calls of one model reply's batch run at once (`agent._tool_batch`)."""
-    """Scrubs secrets from every error text before it is stored, emitted or shown to the model."""
+    watch: TurnWatch = field(default_factory=quiet_watch)
+    """What this run reports to the host's meter and tracer (`agent._turn_metering`)."""

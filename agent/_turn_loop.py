@@ -10,18 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from agent._errors import ModelError
 from agent._events import (
-    MAX_PROGRESS,
     ActionRequested,
     InputRequested,
     MessageCompleted,
-    MessageDelta,
-    ProgressUpdated,
     TurnCancelled,
     TurnCompleted,
     TurnEvent,
@@ -43,6 +40,7 @@ from agent._model_stream import model_stream
 from agent._parking import park_checkpoint
 from agent._policy import TurnPolicy
 from agent._reply_checks import refused
+from agent._reply_stream import stream_reply
 from agent._signals import CancellationSignal, CancelTurn, ParkTurn
 from agent._stops import PAUSE_TURN, continued_text, declined_line, kept_content
 from agent._tool_batch import in_call_order, place_result, run_batch
@@ -53,13 +51,9 @@ from agent._turn_outcome import empty_reply_note, said_so_far, turn_usage
 from agent._turn_result import TurnResult
 from agent.seams import (
     CancelReason,
-    ModelReply,
     ModelRequest,
     SessionStatus,
     StepCommit,
-    StreamRestart,
-    TextDelta,
-    ThinkingDelta,
     TurnRecord,
     TurnStatus,
 )
@@ -194,7 +188,9 @@ class TurnRunner:
                 start = self.next_index
                 numbered = [(start + n, m) for n, (_, m) in enumerate(commit.messages)]
                 commit = replace(commit, messages=numbered)
+            began = time.monotonic()
             events = await env.store.commit(env.lease, commit, env.ttl, env.clock())
+            env.watch.committed(commit, began)
             self.applied(commit)
             await self.publish(events)
 
@@ -205,10 +201,13 @@ class TurnRunner:
         the value, under the same one-at-a-time rule as `commit` (`build` reads the index)."""
         env = self.env
         async with self._commits:
+            began = time.monotonic()
             value, events = await env.store.commit_local(
                 env.lease, run, build, env.ttl, env.clock()
             )
-            self.applied(build(value))
+            done = build(value)
+            env.watch.committed(done, began)
+            self.applied(done)
             await self.publish(events)
 
     def applied(self, commit: StepCommit) -> None:
@@ -355,7 +354,7 @@ class TurnRunner:
 
     # model step ---------------------------------------------------------------------------
 
-    def _request(self) -> ModelRequest:
+    def request(self) -> ModelRequest:
         agent = self.env.agent
         specs = []
         may_wait = False
@@ -372,57 +371,11 @@ class TurnRunner:
             may_wait=may_wait,
         )
 
-    async def _stream_reply(self) -> ModelReply:
-        """Deltas and progress go out live only; progress is never part of the step's text."""
-        reply: ModelReply | None = None
-        progress = ""
-        try:
-            async with model_stream(self.env.model, self._request()) as stream:
-                async for event in stream:
-                    if isinstance(event, TextDelta):
-                        await self.env.sink.emit(
-                            MessageDelta(
-                                session=self.session, turn_id=self.turn_id, text=event.text
-                            )
-                        )
-                        self.checkpoint()
-                    elif isinstance(event, ThinkingDelta):
-                        progress = (progress + event.text)[-MAX_PROGRESS:]
-                        await self.env.sink.emit(
-                            ProgressUpdated(
-                                session=self.session,
-                                turn_id=self.turn_id,
-                                index=self.next_index,
-                                text=progress,
-                            )
-                        )
-                        self.checkpoint()
-                    elif isinstance(event, StreamRestart):
-                        progress = ""
-                        await self.env.sink.emit(
-                            MessageDelta(
-                                session=self.session, turn_id=self.turn_id, text="", restart=True
-                            )
-                        )
-                    else:
-                        reply = event
-        except ModelError as exc:
-            raise TurnFailure(describe_error(exc, redact=self.env.redact)) from None
-        except CancelTurn:
-            raise
-        except Exception as exc:
-            log.exception("model adapter raised an unmapped error")
-            error = ModelError(str(exc) or type(exc).__name__)
-            raise TurnFailure(describe_error(error, redact=self.env.redact)) from None
-        if reply is None:
-            raise TurnFailure("ModelError: the model stream ended without a reply")
-        return reply
-
     async def _model_step(self) -> TurnResult | None:
         """Commit one model step; returns the result when the reply ends the turn (a paused
         reply does not: `agent._stops`)."""
         index = self.next_index
-        reply = await self._stream_reply()
+        reply = await stream_reply(self)
         message = AssistantMessage(
             turn_id=self.turn_id,
             content=kept_content(reply),

@@ -135,6 +135,7 @@ class ThreadExecutor:
         self._idle = 0
         """Threads done with their last job and not yet promised to a new one."""
         self._retired = 0
+        self._closing: asyncio.Future[None] | None = None
         self._local = threading.local()
         """`connection`: the connection a thread keeps (with `keep_connection`); `used_at`: when
         its last transaction ended (`time.monotonic()`)."""
@@ -154,7 +155,16 @@ class ThreadExecutor:
 
     async def close(self) -> None:
         """After everything already queued; the threads end with it, the last one disposing of
-        the engine (its pooled connections are closed off the loop, on a thread they belong to)."""
+        the engine (its pooled connections are closed off the loop, on a thread they belong to).
+
+        Closing again waits for the first close and does nothing more: the retired threads
+        take no job, so a second round of retirements would wait forever (a bot and its test
+        fixture, or a lifespan and a signal handler, may both close the store)."""
+        if self._closing is None:
+            self._closing = asyncio.ensure_future(self._close_once())
+        await asyncio.shield(self._closing)
+
+    async def _close_once(self) -> None:
         with self._lock:
             started = len(self._threads)
         if not started:
