@@ -28,10 +28,15 @@ if TYPE_CHECKING:
 
 from agent import Agent, Model, Runtime, SessionStore, TurnEvent
 from bot.api import ApiService, ApiSettings, parse_tokens
+from bot.console.service import ConsoleService
+from bot.console.wiring import console_for
+from bot.core.metrics import BotMetrics, PrometheusMeter
 from bot.core.models import build_model as build_model  # `bot.app.build_model`, as before
 from bot.core.models import model_for
+from bot.core.ops_server import Ops
 from bot.core.serving import serving_app as serving_app  # `bot.app.serving_app`, as before
 from bot.core.settings import Settings
+from bot.core.turn_log import Meters, TurnLog
 from bot.slack import unavailable
 from bot.slack.agent_entry import AgentEntry
 from bot.slack.approval_clicks import AnswerHandler
@@ -39,6 +44,7 @@ from bot.slack.bolt_log import bolt_logger
 from bot.slack.calls import make_client, make_render_client
 from bot.slack.clients import InstalledClients, SingleToken, SlackClients
 from bot.slack.deny_modal import ModalSeal
+from bot.slack.error_counts import SlackErrorCounter
 from bot.slack.feedback import FeedbackHandler
 from bot.slack.home import HomeTab
 from bot.slack.http import events_response, oauth_response
@@ -72,13 +78,23 @@ class SlackBot:
         clients: SlackClients | None = None,
         render_clients: SlackClients | None = None,
         installations: InstallationStores | None = None,
+        metrics: BotMetrics | None = None,
     ) -> None:
         """`render_client`: the renderers' own client (`make_render_client`), else `client`.
         `clients`, `render_clients`: each workspace's, for work outside a Bolt listener (one
         token: `client` and `render_client` for every workspace). `installations`: installs
         in many workspaces (`bot.slack.oauth`); `client` is then Bolt's base client, with no
-        token."""
+        token. `metrics`: what the runtime's meter and the Slack clients count into (a new,
+        empty set by default); served with readiness by `ops`."""
         self.settings = settings
+        self.metrics = metrics or BotMetrics()
+        token = settings.metrics_token
+        self.ops = Ops(
+            metrics=self.metrics,
+            store=runtime.store,
+            redis_url=settings.redis_url,
+            token=token.get_secret_value() if token else None,
+        )
         self.agent = agent
         self.runtime = runtime
         self.delivery = delivery
@@ -199,6 +215,10 @@ class SlackBot:
             else None
         )
         """The HTTP turn API, None while `API_TOKENS` is unset (its routes then answer 404)."""
+        self.console: ConsoleService | None = console_for(
+            settings=settings, runtime=runtime, agent=agent, delivery=delivery
+        )
+        """The operator console, None while `CONSOLE_TOKENS` is unset (`/console` is 404)."""
         self._started = False
         self._dispatcher: RedisDispatcher | None = None
         self._serving: asyncio.Task[None] | None = None
@@ -266,12 +286,16 @@ class SlackBot:
         self.runtime.attach(self._dispatcher)
         if self.runtime.run_turns:
             self._serving = asyncio.create_task(self._dispatcher.serve(self.runtime))
-        self._relay = RedisEventRelay(url, prefix=f"{prefix}:events:")
+        self._relay = RedisEventRelay(
+            url, prefix=f"{prefix}:events:", on_lag=self.metrics.relay_lagged
+        )
         self._relay.attach(self.runtime)
 
     async def close(self) -> None:
         if self.api is not None:
             self.api.close()
+        if self.console is not None:
+            self.console.close()
         if self._unwatch is not None:
             self._unwatch()
         if self._relay is not None:
@@ -289,6 +313,7 @@ class SlackBot:
         await self.delivery.close()
         if self.installations is not None:
             await self.installations.close()
+        await self.ops.close()
         await self.runtime.store.close()
 
     # HTTP ----------------------------------------------------------------------------------
@@ -373,12 +398,18 @@ async def open_bot(
     base = settings.slack_api_url
     installations: InstallationStores | None = None
     clients: dict[str, SlackClients] = {}
+    metrics = BotMetrics()
+    counter = SlackErrorCounter(metrics)
     if settings.oauth:
         installations = await open_stores(settings)
         found = installations.installations
-        clients["clients"] = InstalledClients(found, lambda t: make_client(t, base))
-        clients["render_clients"] = InstalledClients(found, lambda t: make_render_client(t, base))
-    client = make_client(None if settings.oauth else secret, base)
+        clients["clients"] = InstalledClients(
+            found, lambda t: make_client(t, base, observer=counter)
+        )
+        clients["render_clients"] = InstalledClients(
+            found, lambda t: make_render_client(t, base, observer=counter)
+        )
+    client = make_client(None if settings.oauth else secret, base, observer=counter)
     options = runtime_options or ({"recovery_interval": settings.worker_poll} if worker else {})
     if model is None:
         # Off the loop: the first build imports the Anthropic SDK and builds its pydantic
@@ -393,6 +424,8 @@ async def open_bot(
         secrets=engine_secrets(settings),
         context_messages=settings.context_messages,
         tool_concurrency=settings.tool_concurrency,
+        meter=Meters([PrometheusMeter(metrics), TurnLog()]),
+        capture_content=settings.capture_content,
         **options,
     )
     return SlackBot(
@@ -401,7 +434,8 @@ async def open_bot(
         runtime=runtime,
         delivery=delivery,
         client=client,
-        render_client=make_render_client(secret, settings.slack_api_url),
+        render_client=make_render_client(secret, settings.slack_api_url, observer=counter),
+        metrics=metrics,
         installations=installations,
         **clients,
         render_settings=render_settings,

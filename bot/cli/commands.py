@@ -15,8 +15,11 @@ from bot.app import SlackBot, open_bot, serving_app
 from bot.core.clock import Clock
 from bot.core.gc_tuning import freeze_startup_heap
 from bot.core.logs import setup_logging
+from bot.core.metrics_multiprocess import multiprocess_metrics
+from bot.core.ops_server import ops_serving
 from bot.core.retention import Retention
 from bot.core.settings import Settings
+from bot.core.tracing import install_tracing, traced
 
 log = logging.getLogger(__name__)
 
@@ -39,12 +42,13 @@ def serve(settings: Settings) -> int:
         "serving",
         extra={"port": settings.port, "agent": agent, "processes": settings.web_concurrency},
     )
-    run_web(
-        "bot.cli.commands:web_app",
-        host=settings.host,
-        port=settings.port,
-        processes=settings.web_concurrency,
-    )
+    with multiprocess_metrics(settings.web_concurrency):  # one scrape sums the processes
+        run_web(
+            "bot.cli.commands:web_app",
+            host=settings.host,
+            port=settings.port,
+            processes=settings.web_concurrency,
+        )
     return 0
 
 
@@ -53,6 +57,7 @@ def web_app() -> Starlette:
     as they did for `bot serve`, and each process opens its own bot when it starts serving."""
     settings = Settings()
     setup_logging(level=settings.log_level, fmt=settings.log_format, secrets=settings.secrets())
+    install_tracing()  # flushed when the process exits
 
     async def opener() -> SlackBot:
         return await open_bot(settings)
@@ -88,6 +93,7 @@ async def _preflight(settings: Settings) -> str:
     return bot.agent.name
 
 
+@traced
 async def socket_mode(settings: Settings) -> int:
     """Socket Mode: Slack pushes events over a websocket; no public URL needed
     (`bot.slack.socket_mode`).
@@ -103,18 +109,20 @@ async def socket_mode(settings: Settings) -> int:
     stop = asyncio.Event()
     _on_signals(stop)
     try:
-        await run_socket_mode(
-            bot,
-            SocketModeConnection(bot, app_token.get_secret_value()),
-            stop,
-            connected=freeze_startup_heap,
-        )
+        async with ops_serving(bot, host=settings.metrics_host, port=settings.metrics_port):
+            await run_socket_mode(
+                bot,
+                SocketModeConnection(bot, app_token.get_secret_value()),
+                stop,
+                connected=freeze_startup_heap,
+            )
     except SocketModeError as err:
         print(f"bot socket: {err}", file=sys.stderr)
         return 2
     return 0
 
 
+@traced
 async def clock(settings: Settings) -> int:
     """Fire the agent's schedules; turns run and render in this process (or any other)."""
     bot: SlackBot = await open_bot(settings)
@@ -133,7 +141,8 @@ async def clock(settings: Settings) -> int:
         log.info("clock running", extra={"schedules": len(bot.agent.schedules)})
         stop = asyncio.Event()
         _on_signals(stop)
-        await ticker.run(stop)
+        async with ops_serving(bot, host=settings.metrics_host, port=settings.metrics_port):
+            await ticker.run(stop)
     finally:
         await bot.close()
     return 0
@@ -150,6 +159,7 @@ async def clock_team(bot: SlackBot, settings: Settings) -> str | None:
     return str(auth["team_id"])
 
 
+@traced
 async def worker(settings: Settings) -> int:
     """Run and render the turns web processes queued (`RUN_TURNS=false` on the web side)."""
     bot = await open_bot(settings.model_copy(update={"run_turns": True}), worker=True)
@@ -157,7 +167,8 @@ async def worker(settings: Settings) -> int:
     freeze_startup_heap()
     log.info("worker running", extra={"agent": bot.agent.name, "owner": bot.owner})
     try:
-        await _until_signalled()
+        async with ops_serving(bot, host=settings.metrics_host, port=settings.metrics_port):
+            await _until_signalled()
     finally:
         await bot.close()
     return 0

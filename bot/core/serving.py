@@ -18,9 +18,12 @@ from starlette.routing import Route
 
 from bot.api import ApiService, api_routes
 from bot.api.errors import routing_error
+from bot.console.routes import console_routes
+from bot.console.service import ConsoleService
 from bot.core.access_log import AccessLog
 from bot.core.asgi_server import ON_SHUTDOWN, on_stop_signal
 from bot.core.gc_tuning import freeze_startup_heap
+from bot.core.ops_server import Ops, ops_routes
 from bot.slack.oauth import INSTALL_PATH, REDIRECT_PATH
 
 
@@ -29,6 +32,10 @@ class ServedBot(Protocol):
 
     @property
     def api(self) -> ApiService | None: ...
+
+    @property
+    def ops(self) -> Ops:
+        """`/metrics` and `/readyz` (`bot.core.ops_server`)."""
 
     async def start(self) -> None: ...
 
@@ -61,6 +68,9 @@ def serving_app(
         def stopping() -> None:
             if bot.api is not None:
                 bot.api.close()
+            console = console_of_bot(bot)
+            if console is not None:
+                console.close()  # its event streams end too
 
         try:
             await bot.start()
@@ -87,15 +97,28 @@ def serving_app(
         bot: ServedBot = request.app.state.bot
         return bot.api
 
+    def ops_of(request: Request) -> Ops:
+        bot: ServedBot = request.app.state.bot
+        return bot.ops
+
     return Starlette(
         routes=[
             Route("/slack/events", slack_events, methods=["POST"]),
             Route("/healthz", health, methods=["GET"]),
+            *ops_routes(ops_of),
             Route(INSTALL_PATH, oauth, methods=["GET"]),
             Route(REDIRECT_PATH, oauth, methods=["GET"]),
             *api_routes(api_of),
+            *console_routes(lambda request: console_of_bot(request.app.state.bot)),
         ],
         lifespan=lifespan,
         exception_handlers={HTTPException: routing_error},
         middleware=[Middleware(AccessLog)],
     )
+
+
+def console_of_bot(bot: ServedBot) -> ConsoleService | None:
+    """The bot's operator console (`SlackBot.console`), None while it is off or for a served
+    bot that has none."""
+    console = getattr(bot, "console", None)
+    return console if isinstance(console, ConsoleService) else None

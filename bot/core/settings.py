@@ -323,7 +323,8 @@ class Settings(BaseSettings):
         if "TOKEN_ENCRYPTION_KEYS" in needs and "TOKEN_ENCRYPTION_KEYS" not in missing:
             problems += self._token_key_problems()
         if command in NEEDS:  # each opens the bot, and with it the API's token table
-            problems += self._api_problems() + self._oauth_problems(command)
+            problems += self._api_problems() + self._console_problems()
+            problems += self._oauth_problems(command)
         if not (missing or problems):
             return
         parts = []
@@ -340,6 +341,7 @@ class Settings(BaseSettings):
 
     def _require_offline(self, command: str) -> None:
         problems = self._offline_problems(command) + self._api_problems()
+        problems += self._console_problems()
         if problems:
             raise ConfigError(
                 f"`bot {command}` cannot run offline (BOT_OFFLINE=true or --offline): "
@@ -424,6 +426,16 @@ class Settings(BaseSettings):
             return [f"API_TOKENS: {err}"]
         return []
 
+    def _console_problems(self) -> list[str]:
+        """A malformed `CONSOLE_TOKENS` is said at start, by what is wrong, never by a token."""
+        from bot.console.tokens import ConsoleTokenError, parse_console_tokens
+
+        try:
+            parse_console_tokens(self.console_tokens)
+        except ConsoleTokenError as err:
+            return [f"CONSOLE_TOKENS: {err}"]
+        return []
+
     def _token_key_problems(self) -> list[str]:
         """Said by which key is wrong and how, never by the key."""
         try:
@@ -478,7 +490,9 @@ class Settings(BaseSettings):
         from bot.api.auth import token_secrets
 
         found += token_secrets(self.api_tokens)
-        for extra in (self.metrics_token, self.console_tokens):
-            if extra is not None and extra.get_secret_value().strip():
-                found.append(extra.get_secret_value().strip())
+        from bot.console.tokens import console_token_secrets
+
+        found += console_token_secrets(self.console_tokens)
+        if self.metrics_token is not None and self.metrics_token.get_secret_value().strip():
+            found.append(self.metrics_token.get_secret_value().strip())
         return found

@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 
 import aiohttp
 from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.async_handler import AsyncRetryHandler
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
     AsyncRateLimitErrorRetryHandler,
@@ -99,22 +100,33 @@ async def bot_identity(client: AsyncWebClient) -> BotIdentity:
     return known
 
 
-def make_client(token: str | None, base_url: str, *, rate_limit_retries: int = 2) -> AsyncWebClient:
-    """`token` None: the base client of installs in many workspaces (Bolt adds each token)."""
+def make_client(
+    token: str | None,
+    base_url: str,
+    *,
+    rate_limit_retries: int = 2,
+    observer: AsyncRetryHandler | None = None,
+) -> AsyncWebClient:
+    """`token` None: the base client of installs in many workspaces (Bolt adds each token).
+    `observer`: a handler that sees every answer first and never retries (the metrics' error
+    counter, `bot.slack.error_counts`)."""
     client = AsyncWebClient(token=token, base_url=base_url, timeout=15)
     client.retry_handlers = [
+        *([observer] if observer is not None else []),
         AsyncConnectionErrorRetryHandler(),
         AsyncRateLimitErrorRetryHandler(max_retry_count=rate_limit_retries),
     ]
     return client
 
 
-def make_render_client(token: str, base_url: str) -> AsyncWebClient:
+def make_render_client(
+    token: str, base_url: str, *, observer: AsyncRetryHandler | None = None
+) -> AsyncWebClient:
     """The renderers' client: a 429 comes back to the renderer, which waits it out itself and
     checks its delivery lease before trying again. The SDK's own retry would send the call
     again after the wait with no such check, possibly after another process took the thread
     over (`DeliveryLease.fence` in `bot.slack.rendering.lease`)."""
-    return make_client(token, base_url, rate_limit_retries=0)
+    return make_client(token, base_url, rate_limit_retries=0, observer=observer)
 
 
 async def call(method: str, send: Callable[[], Awaitable[T]]) -> T:

@@ -75,10 +75,14 @@ class RedisEventRelay:
         retry_min: float = 0.2,
         retry_max: float = 10.0,
         connect_timeout: float = 2.0,
+        on_lag: Callable[[float], None] | None = None,
     ) -> None:
         """`max_bytes` bounds one message; `backlog` the events waiting to be published (more
         are dropped while Redis is slow or down); `retry_min`/`retry_max` bound the listener's
-        reconnect back-off."""
+        reconnect back-off. `on_lag` is told, for each message another process published, the
+        seconds from its publish (the sender's clock, in the message) to its receipt here
+        (this host's clock: hosts' clock skew shows in it); it must not raise or block."""
+        self._on_lag = on_lag
         self.prefix = prefix
         self.origin = uuid.uuid4().hex[:16]
         self.max_bytes, self.retry_min, self.retry_max = max_bytes, retry_min, retry_max
@@ -311,6 +315,11 @@ class RedisEventRelay:
         event = received.event
         if received.origin == self.origin or event.session != session:
             return  # our own, back from Redis (the hub had it first), or a stray
+        if self._on_lag is not None:
+            try:
+                self._on_lag(time.time() - received.sent_at)
+            except Exception:
+                log.debug("the relay's lag callback failed", exc_info=True)
         if isinstance(event, Reference):
             fetched = await self._fetch(event)
             if fetched is not None:

@@ -11,6 +11,7 @@ live here too: they are the other half of the fence. The statements run on the d
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, TypeVar
 
@@ -310,9 +311,9 @@ def write_rows(
     try:
         if commit.step_id is not None and encoded.step_value is not None:
             step = step_row(session, commit.turn_id, commit.step_id, encoded.step_value)
-            _INSERT[steps].count(conn, step)
+            _INSERT[steps].count(conn, {**step, "created_at": now})
         insert_many(conn, messages, message_rows(session, encoded.messages))
-        insert_many(conn, events, event_rows(session, encoded.events, last_seq))
+        insert_many(conn, events, stamped(event_rows(session, encoded.events, last_seq), now))
         insert_many(conn, confirmations, encoded.confirmations)
         insert_many(conn, facts, encoded.facts)
         insert_many(conn, approval_timers, encoded.timers)
@@ -331,6 +332,14 @@ def _conflict(session: str, commit: StepCommit, encoded: EncodedCommit) -> StepC
         f"{[m.idx for m in encoded.messages]}, or one of the commit's confirmations or fact "
         "versions"
     )
+
+
+def stamped(rows: Sequence[Mapping[str, Any]], now: float | None = None) -> list[dict[str, Any]]:
+    """`steps` or `events` rows with the time they are written (`created_at`, revision 0015):
+    the operator console's timeline and step durations. The wall clock where no `now` is at
+    hand: a time to show a person, which orders nothing."""
+    at = time.time() if now is None else now
+    return [{**row, "created_at": at} for row in rows]
 
 
 def insert_many(conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:

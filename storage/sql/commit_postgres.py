@@ -149,16 +149,16 @@ def _statement(
         )
         parts.append(
             f"""new_events AS (
-            INSERT INTO events (session_key, seq, turn_id, type, body)
-            SELECT :key, fence.event_seq - :n_events + e.ord, e.turn_id, e.type, e.body
+            INSERT INTO events (session_key, seq, turn_id, type, body, created_at)
+            SELECT :key, fence.event_seq - :n_events + e.ord, e.turn_id, e.type, e.body, :now
             FROM fence, (VALUES {rows}) AS e(ord, turn_id, type, body)
         )"""
         )
     if step:
         parts.append(
             """new_step AS (
-            INSERT INTO steps (session_key, turn_id, step_id, value)
-            SELECT :key, :turn, :step, :step_value FROM fence
+            INSERT INTO steps (session_key, turn_id, step_id, value, created_at)
+            SELECT :key, :turn, :step, :step_value, :now FROM fence
         )"""
         )
     if turn_columns:

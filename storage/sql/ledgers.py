@@ -37,7 +37,7 @@ from storage.ledger_records import (
     receipt_record,
 )
 from storage.records import EventRow, event_rows, suspended_message, turn_record
-from storage.sql.commit import fence, insert_many
+from storage.sql.commit import fence, insert_many, stamped
 from storage.sql.schema import (
     approval_timers,
     confirmations,
@@ -135,7 +135,7 @@ def resolve_confirmation(
         )
     )
     last_seq = int(state.event_seq)
-    insert_many(conn, events, event_rows(session, new_events, last_seq))
+    insert_many(conn, events, stamped(event_rows(session, new_events, last_seq)))
     return turn_record({**values, "id": created}), last_seq
 
 

@@ -27,6 +27,7 @@ from agent.seams import (
 )
 from storage.json_text import canonical_json, dump_json, load_json
 from storage.records import UNFINISHED_VALUES, encode_events, event_rows, step_row, turn_record
+from storage.sql.commit import stamped
 from storage.sql.schema import approval_timers, events, sessions, steps, turns
 from storage.sql.turns import reset_pending
 
@@ -78,7 +79,7 @@ def resume(
     for step_id, value in answer_steps.items():
         try:
             row = step_row(session, turn_id, step_id, dump_json(value))
-            conn.execute(insert(steps).values(row))
+            conn.execute(insert(steps).values({**row, "created_at": now}))
         except IntegrityError as err:
             raise ResumeConflictError(f"step {step_id!r} was answered already") from err
     if still_pending is not None:
@@ -122,7 +123,7 @@ def log_events(
         .returning(sessions.c.event_seq)
     ).scalar_one()
     if rows:
-        conn.execute(insert(events), event_rows(session, rows, int(last_seq)))
+        conn.execute(insert(events), stamped(event_rows(session, rows, int(last_seq))))
     return int(last_seq)
 
 

@@ -23,7 +23,7 @@ from agent.seams import (
 )
 from storage.ledger_records import archived_generation
 from storage.records import UNFINISHED_VALUES, EventRow, applied_reset, event_rows
-from storage.sql.commit import fence, insert_many
+from storage.sql.commit import fence, insert_many, stamped
 from storage.sql.schema import (
     ARCHIVED,
     approval_timers,
@@ -106,7 +106,7 @@ def apply_reset(
     )
     conn.execute(update(turns).where(turns.c.id == reset).values(applied_reset(archived, now)))
     last_seq = int(fenced.event_seq)
-    insert_many(conn, events, event_rows(session, new_events, last_seq))
+    insert_many(conn, events, stamped(event_rows(session, new_events, last_seq), now))
     return archived, last_seq
 
 

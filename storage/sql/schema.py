@@ -120,6 +120,9 @@ steps = Table(
     Column("turn_id", Text, nullable=False),
     Column("step_id", Text, nullable=False),
     Column("value", Text, nullable=False),
+    # When the step committed (epoch seconds; NULL for rows from before revision 0015): the
+    # console's timeline, and a step's duration (since the previous step of its turn).
+    Column("created_at", Double, nullable=True),
     # Step ids carry their turn where they need to (`input:<turnId>:<id>`), and `model:<n>` /
     # `tool:<n>:<call>` are keyed by transcript index, which is unique per session generation.
     UniqueConstraint("session_key", "step_id", name="uq_steps_session_step"),
@@ -134,6 +137,8 @@ events = Table(
     Column("turn_id", Text, nullable=False),
     Column("type", Text, nullable=False),
     Column("body", Text, nullable=False),
+    # When the event was logged (epoch seconds; NULL before revision 0015).
+    Column("created_at", Double, nullable=True),
     PrimaryKeyConstraint("session_key", "seq", name="pk_events"),
 )
 
@@ -324,6 +329,7 @@ archived_steps = Table(
     Column("turn_id", Text, nullable=False),
     Column("step_id", Text, nullable=False),
     Column("value", Text, nullable=False),
+    Column("created_at", Double, nullable=True),
     PrimaryKeyConstraint("session_key", "generation", "id", name="pk_archived_steps"),
 )
 
@@ -336,6 +342,7 @@ archived_events = Table(
     Column("turn_id", Text, nullable=False),
     Column("type", Text, nullable=False),
     Column("body", Text, nullable=False),
+    Column("created_at", Double, nullable=True),
     PrimaryKeyConstraint("session_key", "generation", "seq", name="pk_archived_events"),
 )
 
@@ -353,6 +360,21 @@ archived_facts = Table(
     Column("call_id", Text, nullable=False),
     Column("created_at", Double, nullable=False),
     PrimaryKeyConstraint("session_key", "generation", "id", name="pk_archived_facts"),
+)
+
+console_audit = Table(
+    "console_audit",
+    metadata,
+    # One row per operator console action (`bot.console`): a login (ok or failed), a logout, a
+    # receipt resolved, a turn cancelled. `who` is the operator's name, never a token.
+    Column("id", RowId, primary_key=True, autoincrement=True),
+    Column("at", Double, nullable=False),
+    Column("who", Text, nullable=False),
+    Column("action", Text, nullable=False),
+    Column("target", Text, nullable=True),
+    # JSON text: what the action said (outcome, note, reason).
+    Column("detail", Text, nullable=True),
+    Index("ix_console_audit_at", "at"),
 )
 
 ARCHIVED = (
@@ -379,5 +401,6 @@ STORE_TABLES = (
     archived_steps,
     archived_events,
     archived_facts,
+    console_audit,
 )
 """Every table the store owns, for tests and tools that empty or inspect them all."""

@@ -39,7 +39,10 @@ from bot.core.settings import Settings
 from bot.testing import sign_request
 from bot.testing.socket_mode import SocketModeStandIn
 from storage import SqlStore, upgrade_database
+from tests.bot import console_setting_checks as console
+from tests.bot import metrics_setting_checks as metrics
 from tests.bot import model_setting_checks as model
+from tests.bot import telemetry_setting_checks as telemetry
 from tests.bot.setting_context import SECRET, TOKEN, Check, Ctx
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "ops_agent"
@@ -480,4 +483,9 @@ CHECKS: dict[str, Check] = {
     "OPS_CHANNEL": ops_channel,
     "OPS_AUTO_REFUND_LIMIT": ops_auto_refund_limit,
     "BOT_OFFLINE": bot_offline,
+    "CONSOLE_TOKENS": console.console_tokens,
+    "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": telemetry.capture_content,
+    "METRICS_PORT": metrics.metrics,
+    "METRICS_HOST": metrics.metrics,
+    "METRICS_TOKEN": metrics.metrics,
 }

@@ -125,6 +125,13 @@ def answerers_json(answerers: Answerer | None) -> dict[str, Any] | None:
             assert_never(answerers)
 
 
+def answerers_text(pending: PendingApproval) -> str:
+    """Who may answer, in the words `bot approvals` prints (the operator console shows them)."""
+    votes = None if pending.tally is None else {"approved_by": list(pending.tally.approved_by)}
+    escalated = [answerers_json(extra) for extra in pending.escalated_to]
+    return _answerers_text(answerers_json(pending.answerers), votes, escalated)
+
+
 def _answerers_text(
     answerers: dict[str, Any] | None,
     votes: dict[str, Any] | None,

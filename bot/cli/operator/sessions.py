@@ -47,7 +47,7 @@ async def cancel_command(
             asked = await session.stop(by=by, reason=reason)
             nothing = f"nothing to cancel: session {args.session!r} has no unfinished turn"
         else:
-            asked = await _cancel_one(dbs, session, args.turn, reason, by)
+            asked = await cancel_turn(dbs, session, args.turn, reason, by)
             nothing = f"nothing to cancel: turn {args.turn!r} has already ended"
         woken = await dbs.wake_renderer(args.session) if asked else False
         ended = await _wait_for(runtime, args.session, asked, args.wait) if asked else {}
@@ -80,10 +80,11 @@ async def cancel_command(
     return 1 if not asked or waited_out else 0
 
 
-async def _cancel_one(
+async def cancel_turn(
     dbs: Databases, session: AgentSession, turn_id: str, reason: str, by: str | None
 ) -> list[str]:
-    """One turn: `cancel` for a queued or running one, `stop` for the parked one (a park
+    """One turn, as `bot cancel --turn` and the operator console end it: `cancel` for a
+    queued or running one, `stop` for the parked one (a park
     ends only as a Stop ends it) or for the session's only unfinished turn (the same end, and
     `stop` records who, for the thread to say; `cancel` records only why); [] if it already
     ended."""
