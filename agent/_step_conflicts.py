@@ -16,6 +16,7 @@ time elsewhere, `MAX_CONFLICTS` times.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 from agent._errors import LeaseLostError, StepConflictError
 from agent._turn_env import TurnEnv
@@ -69,6 +70,11 @@ class StepConflicts:
             log.info("a step of %s clashed (%s); going on from a fresh read", turn.turn_id, error)
             return tail
         log.warning("failing turn %s: %s, on every try", turn.turn_id, error)
-        await TurnRunner(env, turn, tail.messages, tail.base).fail(UNSAVED)  # adds no message
+        # The clash ended the run's watch as interrupted (a turn that goes on); this one ends
+        # the turn, so it is a run of its own that the meter and the trace hear of as failed.
+        watch = env.watch.renewed()
+        failing = replace(env, watch=watch)
+        with watch.running():
+            watch.run_ended(await TurnRunner(failing, turn, tail.messages, tail.base).fail(UNSAVED))
         self._seen.pop(turn.turn_id, None)
         return tail

@@ -183,6 +183,12 @@ class TurnWatch:
                 end_span(self.run, outcome="interrupted", error=type(exc).__name__)
             raise
 
+    def renewed(self) -> TurnWatch:
+        """A watch for another run of the same turn (one that ends it after this one was cut)."""
+        if self.telemetry is None:
+            return TurnWatch(None)
+        return self.telemetry.watch(self.agent, self.session_key, self.turn_id)
+
     def run_ended(self, result: TurnResult) -> None:
         if self.ended:
             return

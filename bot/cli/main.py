@@ -281,6 +281,7 @@ def _db(args: argparse.Namespace, settings: Settings, url: str) -> int:
 
 def _serving(args: argparse.Namespace, settings: Settings, url: str) -> int:
     from agent import AssemblyError, ModelError, SchemaMismatchError
+    from bot.core.ops_server import OpsPortError
     from bot.core.settings import ConfigError
 
     if getattr(args, "offline", False):
@@ -309,7 +310,7 @@ def _serving(args: argparse.Namespace, settings: Settings, url: str) -> int:
         return _run(runner[args.command](settings))
     except KeyboardInterrupt:
         return 0
-    except (SchemaMismatchError, AssemblyError, ModelError) as err:
+    except (SchemaMismatchError, AssemblyError, ModelError, OpsPortError) as err:
         print(f"bot {args.command}: {err}", file=sys.stderr)
         return 2
 

@@ -179,6 +179,10 @@ class OpsHost(Protocol):
     async def health(self, request: Request) -> Response: ...
 
 
+class OpsPortError(Exception):
+    """`METRICS_PORT` cannot be served (taken, or not this host's): said in one line at start."""
+
+
 @contextlib.asynccontextmanager
 async def ops_serving(
     bot: OpsHost, *, host: str, port: int | None
@@ -188,7 +192,13 @@ async def ops_serving(
     if port is None:
         yield None
         return
-    server = await OpsServer(bot.ops, bot.health, host=host, port=port).start()
+    try:
+        server = await OpsServer(bot.ops, bot.health, host=host, port=port).start()
+    except OSError as err:
+        raise OpsPortError(
+            f"cannot serve metrics on METRICS_HOST {host}, METRICS_PORT {port}: "
+            f"{err.strerror or err}; choose a free port, or unset METRICS_PORT"
+        ) from None
     try:
         yield server
     finally:

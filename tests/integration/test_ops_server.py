@@ -205,3 +205,39 @@ async def test_the_command_serves_them_on_metrics_port(
         finally:
             await children.stop(proc)
         assert TOKEN not in log.read_text()
+
+
+async def test_a_metrics_port_already_taken_is_said_in_one_line(
+    sql_url: str, tmp_path: Path
+) -> None:
+    """Not a traceback: the operator reads which setting to change."""
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    try:
+        async with SlackStandIn() as standin:
+            env = {
+                **{k: v for k, v in os.environ.items() if k != "REDIS_URL"},
+                "DATABASE_URL": sql_url,
+                "SLACK_BOT_TOKEN": "xoxb-ops-server-test",
+                "SLACK_API_URL": standin.api_url,
+                "ANTHROPIC_API_KEY": "sk-ant-test-unused",
+                "METRICS_HOST": "127.0.0.1",
+                "METRICS_PORT": str(port),
+            }
+            log = tmp_path / "worker.log"
+            with log.open("wb") as out:
+                proc = await children.start(
+                    "bot.cli.main", "worker", env=env, stdout=out, stderr=out
+                )
+            try:
+                assert await eventually(lambda: proc.returncode is not None, within=60)
+            finally:
+                await children.stop(proc)
+    finally:
+        taken.close()
+    said = log.read_text()
+    assert proc.returncode == 2, said
+    assert f"METRICS_PORT {port}" in said
+    assert "Traceback" not in said

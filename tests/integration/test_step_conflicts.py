@@ -25,6 +25,7 @@ from agent import (
     TurnStatus,
     tool,
 )
+from agent.seams import NoMeter, TurnRun
 from tests.support.engine_fixtures import HookedStore
 from tests.support.hitl_fixtures import slack_event
 
@@ -137,10 +138,20 @@ LOOKUP_TURN = [
 ]
 
 
-async def _run_with(store: SessionStore, clash: _Clash) -> tuple[Any, Any, ScriptedModel]:
+class _Runs(NoMeter):
+    def __init__(self) -> None:
+        self.runs: list[TurnRun] = []
+
+    def turn_ran(self, record: TurnRun) -> None:
+        self.runs.append(record)
+
+
+async def _run_with(
+    store: SessionStore, clash: _Clash, meter: _Runs | None = None
+) -> tuple[Any, Any, ScriptedModel]:
     model = ScriptedModel(LOOKUP_TURN)
     hooked: Any = HookedStore(store, clash)
-    async with Runtime(hooked, model, agent=AGENT, poll_interval=0.02) as rt:
+    async with Runtime(hooked, model, agent=AGENT, poll_interval=0.02, meter=meter) as rt:
         session = rt.session(AGENT, "s1")
         first = await session.start(slack_event("look up 7"), turn_id="T1")
         behind = await session.start(slack_event("look up 7 again"), turn_id="T2")
@@ -160,7 +171,8 @@ async def test_a_conflict_that_clears_on_a_fresh_read_heals(store: SessionStore)
 
 async def test_a_conflict_that_comes_back_fails_the_turn_at_once(store: SessionStore) -> None:
     clash = _Clash("tool:1:l1", times=1000)
-    first, behind, model = await _run_with(store, clash)
+    meter = _Runs()
+    first, behind, model = await _run_with(store, clash, meter)
     assert clash.refused == 2, "tried again once on a fresh read, then gave up"
     assert first.status == TurnStatus.FAILED
     assert first.error is not None
@@ -168,3 +180,6 @@ async def test_a_conflict_that_comes_back_fails_the_turn_at_once(store: SessionS
     assert "tool:1:l1" not in first.error, "a reason for a person, not the store's key"
     assert (behind.status, behind.text) == (TurnStatus.COMPLETED, "Order 7 shipped.")
     assert len(model.requests) == 3, "one model step for the failed turn, two for the next"
+    # The failure is counted and logged like any other: a run of T1 that failed.
+    assert [(r.turn_id, r.outcome) for r in meter.runs] == [("T1", "failed"), ("T2", "completed")]
+    assert meter.runs[0].error == "StepConflictError"

@@ -140,8 +140,9 @@ def test_labels_are_bounded() -> None:
         ("claude-sonnet-4-5-20250929", True),
         ("claude-3-7-sonnet-latest", True),
         ("claude-opus-4-1-20250805", True),
-        ("claude-opus-4-6", False),  # newer than the table: not read as claude-opus-4
-        ("claude-sonnet-5-5", False),
+        ("claude-opus-4-6", True),
+        ("claude-sonnet-5-5", True),
+        ("claude-fable-5-2", False),  # not in the table: never read as claude-fable-5
         ("claude-sonnet-4-5-extra", False),
         ("my-gateway-alias", False),
     ],
@@ -156,6 +157,9 @@ def test_price_table_rates() -> None:
     opus = PRICES["claude-opus-4-5"]
     assert (opus.input, opus.output, opus.cache_read, opus.cache_write) == (5.0, 25.0, 0.5, 6.25)
     assert estimated_cost("claude-haiku-4-5", TokenCounts(output=2_000_000)) == 10.0
+    # The default model's cache reads cost a twentieth of its input, not the usual tenth.
+    sonnet = estimated_cost("claude-sonnet-5-5", TokenCounts(input=1_000_000, cache_read=1_000_000))
+    assert sonnet == pytest.approx(2.10)
 
 
 class _Sink:
