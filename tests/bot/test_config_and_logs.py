@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import logging
+from collections.abc import Iterator
 
 import pytest
 
@@ -17,6 +19,18 @@ from tests.bot.harness import SECRET, TOKEN, eventually, idle, replies
 ENV = ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN", "ANTHROPIC_API_KEY")
 
 
+@contextlib.contextmanager
+def root_logging_kept() -> Iterator[None]:
+    """The root logger's handlers and level as they were, whatever the test (or `main`) set up."""
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    try:
+        yield
+    finally:
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+
+
 def test_missing_settings_are_listed_in_one_message(monkeypatch, tmp_path, capsys):
     monkeypatch.chdir(tmp_path)  # no .env here
     for name in ENV:
@@ -26,13 +40,8 @@ def test_missing_settings_are_listed_in_one_message(monkeypatch, tmp_path, capsy
     assert "SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET, ANTHROPIC_API_KEY" in str(err.value)
 
     monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-1")
-    root = logging.getLogger()
-    saved = (list(root.handlers), root.level)
-    try:
+    with root_logging_kept():
         assert main(["socket"]) == 2
-    finally:
-        root.handlers[:] = saved[0]
-        root.setLevel(saved[1])
     message = capsys.readouterr().err
     assert "SLACK_APP_TOKEN, ANTHROPIC_API_KEY" in message
     assert "SLACK_BOT_TOKEN" not in message
@@ -40,17 +49,12 @@ def test_missing_settings_are_listed_in_one_message(monkeypatch, tmp_path, capsy
 
 async def test_logs_are_json_and_never_contain_the_token_or_the_secret(db_url, launch, standin):
     buffer = io.StringIO()
-    root = logging.getLogger()
-    saved = (list(root.handlers), root.level)
-    setup_logging(level="DEBUG", secrets=[TOKEN, SECRET], stream=buffer)
-    try:
+    with root_logging_kept():
+        setup_logging(level="DEBUG", secrets=[TOKEN, SECRET], stream=buffer)
         app = await launch(db_url, AGENT, model(SIMPLE))
         logging.getLogger("bot.test").warning("token %s and %s", TOKEN, "xoxb-other-999-abc")
         await app.slack.mention("U0ALICE", "hello", channel="C0LOGS")
         await eventually(lambda: replies(standin, "C0LOGS") and idle(standin, "C0LOGS"))
-    finally:
-        root.handlers[:] = saved[0]
-        root.setLevel(saved[1])
     text = buffer.getvalue()
     assert text
     assert TOKEN not in text
@@ -67,16 +71,11 @@ async def test_start_up_logs_no_false_warning_about_the_bot_token(
     it is unused beside the client it is given; the client carries that same token."""
     monkeypatch.setenv("SLACK_BOT_TOKEN", TOKEN)
     buffer = io.StringIO()
-    root = logging.getLogger()
-    saved = (list(root.handlers), root.level)
-    setup_logging(level="DEBUG", secrets=[TOKEN, SECRET], stream=buffer)
-    try:
+    with root_logging_kept():
+        setup_logging(level="DEBUG", secrets=[TOKEN, SECRET], stream=buffer)
         app = await launch(db_url, AGENT, model(SIMPLE))
         await app.slack.mention("U0ALICE", "hello", channel="C0WARN")
         await eventually(lambda: replies(standin, "C0WARN") and idle(standin, "C0WARN"))
-    finally:
-        root.handlers[:] = saved[0]
-        root.setLevel(saved[1])
     assert buffer.getvalue()  # the log was captured
     assert "will be unused" not in buffer.getvalue()
 
@@ -93,13 +92,8 @@ def test_a_copied_env_example_left_unfilled_refuses_to_start_naming_the_placehol
     monkeypatch.setenv("SLACK_SIGNING_SECRET", "a-real-looking-signing-secret")
     monkeypatch.setenv("SLACK_APP_TOKEN", "xapp-1-real-looking")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "replace-with-your-key")
-    root = logging.getLogger()
-    saved = (list(root.handlers), root.level)
-    try:
+    with root_logging_kept():
         assert main([command]) == 2
-    finally:
-        root.handlers[:] = saved[0]
-        root.setLevel(saved[1])
     message = capsys.readouterr().err
     assert "SLACK_BOT_TOKEN, ANTHROPIC_API_KEY still hold .env.example's placeholder" in message
     assert "SLACK_SIGNING_SECRET" not in message
@@ -110,17 +104,12 @@ def test_a_copied_env_example_left_unfilled_refuses_to_start_naming_the_placehol
 async def test_a_mention_leaves_an_access_line_and_one_line_for_its_turn(db_url, launch, standin):
     """What an operator greps for: the request Slack made, and the turn it started, by id."""
     buffer = io.StringIO()
-    root = logging.getLogger()
-    saved = (list(root.handlers), root.level)
-    setup_logging(level="INFO", secrets=[TOKEN, SECRET], stream=buffer)
-    try:
+    with root_logging_kept():
+        setup_logging(level="INFO", secrets=[TOKEN, SECRET], stream=buffer)
         app = await launch(db_url, AGENT, model(SIMPLE))
         await app.slack.mention("U0ALICE", "hello", channel="C0TURNLOG")
         await eventually(lambda: replies(standin, "C0TURNLOG") and idle(standin, "C0TURNLOG"))
         await eventually(lambda: '"logger": "bot.turns"' in buffer.getvalue())
-    finally:
-        root.handlers[:] = saved[0]
-        root.setLevel(saved[1])
     lines = [json.loads(line) for line in buffer.getvalue().splitlines()]
     access = [line for line in lines if line["logger"] == "bot.access"]
     assert any(
