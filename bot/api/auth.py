@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -22,14 +21,11 @@ from typing import Any
 from pydantic import SecretStr
 
 from agent import Principal
+from bot.core.token_tables import token_entries
 
-MIN_TOKEN_CHARS = 16
-"""Shorter tokens are refused at start: guessable, and too short to scrub from logs safely."""
 _TEAM = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """A team or enterprise id: no `:`, which would let a team name reach into another's keys."""
 _USER = re.compile(r"[A-Za-z0-9_.@+-]{1,128}")
-_TOKEN = re.compile(r"[\x21-\x7e]+")
-"""Printable ASCII without spaces: what an `Authorization` header can carry."""
 _BEARER = re.compile(r"Bearer +([\x21-\x7e]+) *", re.IGNORECASE)
 
 
@@ -81,27 +77,10 @@ def _digest(token: str) -> bytes:
 
 def parse_tokens(raw: SecretStr | str | None) -> TokenTable | None:
     """The table `API_TOKENS` describes, or None when it is unset or blank (the API is off)."""
-    text = raw.get_secret_value() if isinstance(raw, SecretStr) else raw
-    if text is None or not text.strip():
+    entries = token_entries(raw, TokenError, '{"<token>": {"team": "T1", "user": "U1"}}')
+    if entries is None:
         return None
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError):
-        raise TokenError(
-            'not JSON; expected an object such as {"<token>": {"team": "T1", "user": "U1"}}'
-        ) from None
-    if not isinstance(data, dict) or not data:
-        raise TokenError('expected a non-empty JSON object {"<token>": {"team": ..., "user": ...}}')
-    entries: dict[str, Caller] = {}
-    for number, (token, value) in enumerate(data.items(), start=1):
-        where = f"token #{number}"
-        if len(token) < MIN_TOKEN_CHARS or not _TOKEN.fullmatch(token):
-            raise TokenError(
-                f"{where} must be at least {MIN_TOKEN_CHARS} printable ASCII characters, "
-                "without spaces"
-            )
-        entries[token] = _caller(value, where)
-    return TokenTable(entries)
+    return TokenTable({token: _caller(value, where) for token, value, where in entries})
 
 
 def _caller(value: Any, where: str) -> Caller:
@@ -120,17 +99,3 @@ def _caller(value: Any, where: str) -> Caller:
     ):
         raise TokenError(f"{where}: enterprise must be null or 1-64 letters, digits, '_' or '-'")
     return Caller(team=team, user=user, enterprise=enterprise)
-
-
-def token_secrets(raw: SecretStr | None) -> list[str]:
-    """What logs must scrub: every token, or, where the setting does not parse, all of it."""
-    if raw is None or not raw.get_secret_value().strip():
-        return []
-    text = raw.get_secret_value()
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError):
-        return [text]
-    if not isinstance(data, dict):
-        return [text]
-    return [token for token in data if isinstance(token, str) and token]

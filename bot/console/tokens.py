@@ -14,16 +14,14 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import SecretStr
 
-MIN_TOKEN_CHARS = 16
-"""Shorter tokens are refused at start: guessable, and too short to scrub from logs safely."""
-_TOKEN = re.compile(r"[\x21-\x7e]+")
+from bot.core.token_tables import token_entries
+
 _NAME = re.compile(r"[A-Za-z0-9_.@+ -]{1,64}")
 _TEAM = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """As `bot.api.auth`: no `:`, which would let a team reach into another's session keys."""
@@ -90,29 +88,10 @@ def _digest(token: str) -> bytes:
 
 def parse_console_tokens(raw: SecretStr | str | None) -> ConsoleTokens | None:
     """The tokens `CONSOLE_TOKENS` describes, or None when it is unset or blank (console off)."""
-    text = raw.get_secret_value() if isinstance(raw, SecretStr) else raw
-    if text is None or not text.strip():
+    entries = token_entries(raw, ConsoleTokenError, '{"<token>": {"name": "ana", "teams": ["T1"]}}')
+    if entries is None:
         return None
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError):
-        raise ConsoleTokenError(
-            'not JSON; expected an object such as {"<token>": {"name": "ana", "teams": ["T1"]}}'
-        ) from None
-    if not isinstance(data, dict) or not data:
-        raise ConsoleTokenError(
-            'expected a non-empty JSON object {"<token>": {"name": ..., "teams": [...] or null}}'
-        )
-    entries: dict[str, Operator] = {}
-    for number, (token, value) in enumerate(data.items(), start=1):
-        where = f"token #{number}"
-        if len(token) < MIN_TOKEN_CHARS or not _TOKEN.fullmatch(token):
-            raise ConsoleTokenError(
-                f"{where} must be at least {MIN_TOKEN_CHARS} printable ASCII characters, "
-                "without spaces"
-            )
-        entries[token] = _operator(token, value, where)
-    return ConsoleTokens(entries)
+    return ConsoleTokens({token: _operator(token, value, where) for token, value, where in entries})
 
 
 def _operator(token: str, value: Any, where: str) -> Operator:
@@ -135,17 +114,3 @@ def _operator(token: str, value: Any, where: str) -> Operator:
         )
     ident = hashlib.sha256(b"bot-console-operator\n" + token.encode()).hexdigest()[:32]
     return Operator(id=ident, name=name, teams=None if teams is None else tuple(teams))
-
-
-def console_token_secrets(raw: SecretStr | None) -> list[str]:
-    """What logs must scrub: every token, or, where the setting does not parse, all of it."""
-    if raw is None or not raw.get_secret_value().strip():
-        return []
-    text = raw.get_secret_value()
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError):
-        return [text]
-    if not isinstance(data, dict):
-        return [text]
-    return [token for token in data if isinstance(token, str) and token]

@@ -487,12 +487,9 @@ class Settings(BaseSettings):
         keys = self.token_encryption_keys
         if keys is not None:
             found += [k.strip() for k in keys.get_secret_value().split(",") if k.strip()]
-        from bot.api.auth import token_secrets
+        from bot.core.token_tables import token_secrets
 
-        found += token_secrets(self.api_tokens)
-        from bot.console.tokens import console_token_secrets
-
-        found += console_token_secrets(self.console_tokens)
+        found += token_secrets(self.api_tokens) + token_secrets(self.console_tokens)
         if self.metrics_token is not None and self.metrics_token.get_secret_value().strip():
             found.append(self.metrics_token.get_secret_value().strip())
         return found
