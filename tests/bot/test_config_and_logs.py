@@ -101,8 +101,10 @@ def test_a_copied_env_example_left_unfilled_refuses_to_start_naming_the_placehol
     assert not (tmp_path / "never.db").exists()  # refused before anything was opened
 
 
+@pytest.mark.usefixtures("serving")
 async def test_a_mention_leaves_an_access_line_and_one_line_for_its_turn(db_url, launch, standin):
-    """What an operator greps for: the request Slack made, and the turn it started, by id."""
+    """What an operator greps for: the request Slack made, and the turn it started, by id; in
+    web + worker mode the worker, which ran the turn, writes its line."""
     buffer = io.StringIO()
     with root_logging_kept():
         setup_logging(level="INFO", secrets=[TOKEN, SECRET], stream=buffer)
