@@ -1,8 +1,8 @@
 """What a metrics scrape reads from the database: the backlog a chart should show.
 
 Four small aggregate queries in one read transaction, each on an indexed status column
-(`ix_turns_session_status_id` is led by the session, so the queued count scans the turn index;
-the others have a status index of their own). A scrape runs them at most every couple of
+(`ix_turns_status_created` for the queued turns and the oldest one; the others have a status
+index of their own). A scrape runs them at most every couple of
 seconds (the bot caches the answer), so their cost stays flat however often Prometheus asks.
 
 Ages are measured from `created_at`, by the database rows' own clock (the writer's `time.time()`).

@@ -87,6 +87,9 @@ turns = Table(
     Index("ix_turns_speaker_id", "speaker", "id"),
     # Retention walks the turns not pruned yet, in queue order.
     Index("ix_turns_pruned_id", "pruned_at", "id"),
+    # The backlog across sessions (the queued-turns gauge, its oldest age, stuck turns): a range
+    # of this index, not a scan of every turn ever run.
+    Index("ix_turns_status_created", "status", "created_at"),
 )
 
 messages = Table(

@@ -5,7 +5,8 @@ revision have none) give the console's timeline its times and each step its dura
 since the previous step of its turn). Their archive twins get the column too, since a reset
 copies every live column into the archive. `console_audit` is the durable record of every
 console action (a login, ok or failed, a logout, a receipt resolved, a turn cancelled): who (the
-operator's name, never a token), when, what, on what, and a JSON detail.
+operator's name, never a token), when, what, on what, and a JSON detail. `ix_turns_status_created`
+serves the queries across sessions by status (the metrics' queued-turns gauge, stuck turns).
 
 Written out by hand so it keeps creating exactly what it created on the day it shipped.
 
@@ -40,9 +41,11 @@ def upgrade() -> None:
         sa.Column("detail", sa.Text(), nullable=True),
     )
     op.create_index("ix_console_audit_at", "console_audit", ["at"])
+    op.create_index("ix_turns_status_created", "turns", ["status", "created_at"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_turns_status_created", table_name="turns")
     op.drop_index("ix_console_audit_at", table_name="console_audit")
     op.drop_table("console_audit")
     for table in reversed(_STAMPED):
