@@ -14,6 +14,7 @@ from agent._hitl_answer_notes import check_expiry
 from agent._hitl_answerers import Answerer, AnswererInput
 from agent._hitl_checks import AuthorizeAnswer, answerers_of
 from agent._hitl_policy_hook import ApproveAutomatically
+from agent._mcp_declarations import McpAttachment, McpServer
 from agent._policy import SurfacePolicy, SurfaceSettings, TurnPolicy, build_policy, check_surfaces
 from agent._tools import Tool
 from agent.seams import ModelSettings
@@ -89,6 +90,10 @@ class Agent:
     it expires, where the tool or the call names no limit; None: forever."""
     suggested_prompts: Sequence[SuggestedPrompt] = ()
     """At most `MAX_SUGGESTED_PROMPTS` (`prompts.md` in an agent directory)."""
+    mcp_servers: Sequence[McpServer] = ()
+    """MCP servers whose tools `agent.mcp.attach_mcp` adds (`mcp.json`, `mcp_servers=`)."""
+    mcp: McpAttachment | None = field(default=None, compare=False, repr=False)
+    """The servers' connections once attached (closed with the runtime's host)."""
 
     def __post_init__(self) -> None:
         seen: set[str] = set()
@@ -122,7 +127,17 @@ class Agent:
                 f"shows at most {MAX_SUGGESTED_PROMPTS}"
             )
         surfaces = {k: SurfacePolicy.of(v) for k, v in self.surfaces.items()}
-        check_surfaces(self.name, surfaces, self.overlays, [t.name for t in self.tools])
+        # A surface may deny an MCP server's tools before they are listed (or while it is down).
+        mcp_named = [
+            name
+            for s in surfaces.values()
+            for name in s.deny_tools
+            if any(name.startswith(f"{m.name}__") for m in self.mcp_servers)
+        ]
+        check_surfaces(
+            self.name, surfaces, self.overlays, [*(t.name for t in self.tools), *mcp_named]
+        )
+        object.__setattr__(self, "mcp_servers", tuple(self.mcp_servers))
         object.__setattr__(self, "tools", tuple(self.tools))
         object.__setattr__(self, "surfaces", surfaces)
         object.__setattr__(self, "schedules", tuple(self.schedules))
@@ -155,11 +170,16 @@ class Agent:
     @property
     def fingerprint(self) -> str:
         """Identifies the behaviour a checkpoint was made under: prompt, tool specs, settings."""
-        body = {
+        body: dict[str, object] = {
             "instructions": self.instructions,
             "overlays": dict(sorted(self.overlays.items())),
             "tools": [t.spec.model_dump() for t in self.tools],
             "model": self.model.model_dump(),
         }
+        remote = [[t.name, t.effect] for t in self.tools if getattr(t, "remote_name", None)]
+        if remote:
+            # An MCP tool's classification is the server's (readOnlyHint): a change of it under
+            # a parked turn is a change of behaviour even when the specs read the same.
+            body["mcp"] = remote
         digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
         return digest[:16]

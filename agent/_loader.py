@@ -8,6 +8,8 @@ files an operator can read and review:
       agent.py                   name, surfaces, authorize_answer, approve_automatically,
                                  schedules, model, approval_expires_after (all optional)
       tools/*.py                 modules whose module-level `@tool` objects become the tools
+      mcp.json                   MCP servers whose tools join them (`agent.mcp`; optional,
+                                 or `mcp_servers = [...]` in agent.py)
       *.py                       helpers the others import relatively (`from ..payments import x`)
 """
 
@@ -28,6 +30,7 @@ from agent._agent_def import MAX_SUGGESTED_PROMPTS, Agent, SuggestedPrompt
 from agent._errors import AssemblyError
 from agent._hitl_checks import AuthorizeAnswer
 from agent._hitl_policy_hook import ApproveAutomatically
+from agent._mcp_declarations import McpServer, read_mcp_json, servers_of
 from agent._policy import SurfacePolicy, SurfaceSettings
 from agent._tools import Tool
 from agent.seams import ModelSettings
@@ -160,7 +163,15 @@ def load_agent(
         schedules=settings.get("schedules", ()),
         approval_expires_after=settings.get("approval_expires_after"),
         suggested_prompts=read_prompts(root / "prompts.md"),
+        mcp_servers=_mcp_servers(root, settings.get("mcp_servers", ())),
     )
+
+
+def _mcp_servers(root: Path, in_code: Iterable[Any]) -> tuple[McpServer, ...]:
+    """`mcp.json` and agent.py's `mcp_servers`, together; a name in both is an `AssemblyError`.
+    Only declarations here: their tools are listed by `agent.mcp.attach_mcp`, which is async."""
+    from_file = read_mcp_json(root / "mcp.json")
+    return servers_of([*from_file, *in_code], where=str(root))
 
 
 def _model_settings(root: Path, values: dict[str, Any]) -> ModelSettings:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import logging
 import time
 import uuid
@@ -30,6 +31,7 @@ from agent import Agent, Model, Runtime, SessionStore, TurnEvent
 from bot.api import ApiService, ApiSettings, parse_tokens
 from bot.console.service import ConsoleService
 from bot.console.wiring import console_for
+from bot.core.logs import scrub_also
 from bot.core.metrics import BotMetrics, PrometheusMeter
 from bot.core.models import build_model as build_model  # `bot.app.build_model`, as before
 from bot.core.models import model_for
@@ -310,6 +312,8 @@ class SlackBot:
             await self.home.close()
         await self.renderers.close()
         await self.runtime.close()
+        if self.agent.mcp is not None:
+            await self.agent.mcp.close()
         await self.delivery.close()
         if self.installations is not None:
             await self.installations.close()
@@ -384,6 +388,15 @@ async def open_bot(
     # surface policy; without one they get the base instructions and every tool.
     sources = ["slack", "api"] if settings.api_tokens is not None else ["slack"]
     chosen = agent or load_agent(settings.agent_path(), emitted_sources=sources)
+    if chosen.mcp is None and chosen.mcp_servers:
+        # Off the loop: the MCP SDK's first import builds its pydantic types (~0.4 s of CPU).
+        await asyncio.to_thread(importlib.import_module, "agent.mcp")
+        from agent.mcp import attach_mcp
+
+        # MCP servers' tools are listed now (a server that is down leaves its tools out).
+        chosen = await attach_mcp(chosen)
+        if chosen.mcp is not None:  # their header and environment values, out of every log line
+            scrub_also(chosen.mcp.secrets)
     opened = store or await SqlStore.open(settings.database_url)
     try:
         # Shared only with a store opened here from the same URL (an injected one may not be).
@@ -421,7 +434,7 @@ async def open_bot(
         model,
         agent=chosen,
         run_turns=settings.run_turns,
-        secrets=engine_secrets(settings),
+        secrets=[*engine_secrets(settings), *(chosen.mcp.secrets if chosen.mcp else ())],
         context_messages=settings.context_messages,
         tool_concurrency=settings.tool_concurrency,
         meter=Meters([PrometheusMeter(metrics), TurnLog()]),

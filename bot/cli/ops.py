@@ -72,10 +72,28 @@ def receipt_json(receipt: ReceiptRecord) -> dict[str, Any]:
 
 async def check_command(url: str, agent: Agent) -> int:
     """Exit 1 when some open turn started under another agent fingerprint: after a deploy, a
-    parked turn whose tool no longer exists would otherwise fail only when someone answers."""
+    parked turn whose tool no longer exists would otherwise fail only when someone answers.
+    The agent's MCP servers are listed first (their tools are in the fingerprint, so a server
+    whose tools changed under a parked turn shows here); one that cannot be reached is a
+    problem too (the bot would start without its tools)."""
+    if agent.mcp is None and agent.mcp_servers:
+        from agent.mcp import attach_mcp
+
+        agent = await attach_mcp(agent)
+    try:
+        return await _check(url, agent)
+    finally:
+        if agent.mcp is not None:
+            await agent.mcp.close()
+
+
+async def _check(url: str, agent: Agent) -> int:
     store = await SqlStore.open(url)
     try:
         problems = 0
+        down = sorted(agent.mcp.unavailable.items()) if agent.mcp is not None else []
+        for server, why in down:
+            print(f"mcp server {server}: unavailable ({why}); its tools are absent")
         for turn in await store.open_turns():
             if turn.kind != TurnKind.TURN or turn.fingerprint in (None, agent.fingerprint):
                 continue
@@ -92,8 +110,13 @@ async def check_command(url: str, agent: Agent) -> int:
                 f"{turn.status.value:<9} {turn.session} turn={turn.turn_id} started under "
                 f"{turn.fingerprint}, agent is now {agent.fingerprint}{detail}"
             )
-        print(f"{problems} turn(s) under a different agent fingerprint" if problems else "ok")
-        return 1 if problems else 0
+        if problems:
+            print(f"{problems} turn(s) under a different agent fingerprint")
+        if down:
+            print(f"{len(down)} MCP server(s) unavailable")
+        if not problems and not down:
+            print("ok")
+        return 1 if problems or down else 0
     finally:
         await store.close()
 

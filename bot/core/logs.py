@@ -42,7 +42,14 @@ def iso_utc(created: float) -> str:
 class Redactor(logging.Filter):
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         super().__init__()
-        self.scrub = TextRedactor(secrets, min_length=LOG_MIN_SECRET_CHARS)
+        self.secrets = list(secrets)
+        self.scrub = TextRedactor(self.secrets, min_length=LOG_MIN_SECRET_CHARS)
+
+    def add(self, secrets: Iterable[str]) -> None:
+        """Scrub these too: secrets known only once the agent is assembled (an MCP server's
+        header or environment values), after logging was set up."""
+        self.secrets += [value for value in secrets if value not in self.secrets]
+        self.scrub = TextRedactor(self.secrets, min_length=LOG_MIN_SECRET_CHARS)
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = self.scrub(record.getMessage())
@@ -106,3 +113,14 @@ def setup_logging(
     for noisy in ("slack_sdk", "slack_bolt", "aiohttp", "httpx", "uvicorn.access"):
         logging.getLogger(noisy).setLevel(max(logging.INFO, root.level))
     return redactor
+
+
+def scrub_also(secrets: Iterable[str]) -> None:
+    """Add `secrets` to every redactor `setup_logging` installed on the root logger."""
+    wanted = list(secrets)
+    if not wanted:
+        return
+    for handler in logging.getLogger().handlers:
+        for found in handler.filters:
+            if isinstance(found, Redactor):
+                found.add(wanted)

@@ -2,7 +2,8 @@
 arrow fails here, including imports hidden inside functions or under TYPE_CHECKING.
 
 And they stop at `agent`'s public boundary: `bot/`, `examples/` and `bench/` (hosts) import only
-`agent`, `agent.seams` and `agent.models`; `storage/` (a store author) only `agent.seams`."""
+`agent`, `agent.seams`, `agent.models` and `agent.mcp`; `storage/` (a store author) only
+`agent.seams`."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 FORBIDDEN = {"agent": {"bot", "storage"}, "storage": {"bot"}, "bot": set()}
 PUBLIC_OF_AGENT = {
-    "bot": {"agent", "agent.seams", "agent.models"},
-    "examples": {"agent", "agent.seams", "agent.models"},
-    "bench": {"agent", "agent.seams", "agent.models"},
+    "bot": {"agent", "agent.seams", "agent.models", "agent.mcp"},
+    "examples": {"agent", "agent.seams", "agent.models", "agent.mcp"},
+    "bench": {"agent", "agent.seams", "agent.models", "agent.mcp"},
     "storage": {"agent.seams"},
 }
 """What of `agent` each area may import: a store needs the seams, records, codecs and errors

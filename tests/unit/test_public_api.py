@@ -1,11 +1,11 @@
 """The public API, tested by equality (as httpx's `test_exported_members.py` does).
 
 `agent` is what a host needs, `agent.seams` what a store, model or sink author needs,
-`agent.models` the model adapters, `storage` the stores. Each `__all__` names exactly the public
-objects its module holds, each once; every other module of `agent` is private (its name starts
-with an underscore), so a name added without exporting it, or exported without existing, or a
-module made public by accident, fails here. (`__all__`'s order is ruff's RUF022, checked by
-lint.) Who may import what is `test_import_direction.py`.
+`agent.models` the model adapters, `agent.mcp` MCP servers' tools, `storage` the stores. Each
+`__all__` names exactly the public objects its module holds, each once; every other module of
+`agent` is private (its name starts with an underscore), so a name added without exporting it,
+or exported without existing, or a module made public by accident, fails here. (`__all__`'s
+order is ruff's RUF022, checked by lint.) Who may import what is `test_import_direction.py`.
 """
 
 from __future__ import annotations
@@ -17,11 +17,12 @@ from types import ModuleType
 import pytest
 
 import agent
+import agent.mcp
 import agent.models
 import agent.seams
 import storage
 
-PUBLIC_MODULES = [agent, agent.seams, agent.models, storage]
+PUBLIC_MODULES = [agent, agent.seams, agent.models, agent.mcp, storage]
 LAZY = {
     agent: {"AnthropicModel", "AnthropicSettings"},
     agent.models: {"AnthropicModel", "AnthropicSettings"},
@@ -67,7 +68,7 @@ def test_every_other_module_of_agent_is_private() -> None:
         for info in pkgutil.walk_packages(agent.__path__, "agent.")
         if not any(part.startswith("_") for part in info.name.split("."))
     }
-    assert public == {"agent.models", "agent.seams"}
+    assert public == {"agent.mcp", "agent.models", "agent.seams"}
 
 
 def test_the_host_api_does_not_hand_out_store_internals() -> None:
