@@ -47,7 +47,12 @@ async def test_reply_posted_exactly_once_after_a_crash_following_the_model_step(
         await proc.wait()
         with contextlib.suppress(httpx.HTTPError):
             await mention
-    assert not any("agent." in m.text for m in standin.bot_messages(CHANNEL))
+    # Mostly nothing shows yet: the crash point is just after the model step's commit. But the
+    # reply streams live, and on a busy machine (CI beside CPU hogs) the renderer's flush of the
+    # streamed text can come before that commit: visible or not, the reply must end up posted
+    # exactly once, which is what follows checks.
+    shown = [m.text for m in standin.bot_messages(CHANNEL)]
+    assert all(text in "Hello from the agent." for text in shown), shown
 
     async with served(serving, db_url, standin.api_url, "SIMPLE", log=log):
         try:
