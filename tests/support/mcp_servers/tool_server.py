@@ -93,6 +93,9 @@ async def serve_http(server: MCPServer) -> None:
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
+    # Listening before the port is announced: a client connecting while uvicorn still starts
+    # waits in the backlog instead of being refused (on a busy machine it did connect first).
+    sock.listen(128)
     app = server.streamable_http_app()
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     web = uvicorn.Server(config)
