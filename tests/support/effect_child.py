@@ -15,12 +15,14 @@ import sys
 import time
 from typing import Any
 
-from agent import ConfirmationStatus, Runtime
+from agent import Agent, ConfirmationStatus, Runtime, TurnResult
 from storage import SqlStore
 from tests.support.effect_fixtures import fan_agent, fan_model
 
 
-class _SettleHook:
+class SettleHook:
+    """The store, frozen before a receipt settles when `crash` (shared with the MCP child)."""
+
     def __init__(self, inner: Any, crash: bool) -> None:
         self._inner = inner
         self._crash = crash
@@ -35,6 +37,26 @@ class _SettleHook:
         return await self._inner.settle_receipt(*args, **kwargs)
 
 
+async def approve_and_finish(
+    runtime: Runtime, agent: Agent, store: Any, args: argparse.Namespace, opening: str
+) -> TurnResult:
+    """Start the turn whose write is proposed and approve it, as a host would (unless
+    `--recover-only`: the approved turn is already there), and wait for the approved turn."""
+    async with runtime:
+        session = runtime.session(agent, args.session)
+        async with asyncio.timeout(60):
+            if not args.recover_only:
+                await session.start(opening, turn_id=args.turn)
+                await session.result(args.turn)
+                [proposed] = await store.list_confirmations(
+                    args.session, ConfirmationStatus.PENDING
+                )
+                await session.confirm(proposed.confirmation_id, True)
+            [approved] = await store.list_confirmations(args.session, ConfirmationStatus.ACCEPTED)
+            assert approved.follow_up_turn is not None
+            return await session.result(approved.follow_up_turn)
+
+
 async def main() -> int:
     parser = argparse.ArgumentParser()
     for name in ("url", "service_url", "session", "turn"):
@@ -44,28 +66,16 @@ async def main() -> int:
     parser.add_argument("--reconcile", action="store_true")
     args = parser.parse_args()
     inner = await SqlStore.open(args.url)
-    store = _SettleHook(inner, args.crash_before_settle)
+    store = SettleHook(inner, args.crash_before_settle)
     agent = fan_agent(args.service_url, timeout=5, reconcile=args.reconcile)
     runtime = Runtime(
         store, fan_model(), agent=agent, lease_ttl=0.6, recovery_interval=0.1, poll_interval=0.05
     )
     try:
-        async with runtime:
-            session = runtime.session(agent, args.session)
-            async with asyncio.timeout(60):
-                if not args.recover_only:
-                    await session.start("reserve two FILTER-A for FAN-7", turn_id=args.turn)
-                    await session.result(args.turn)
-                    [proposed] = await store.list_confirmations(
-                        args.session, ConfirmationStatus.PENDING
-                    )
-                    await session.confirm(proposed.confirmation_id, True)
-                [approved] = await store.list_confirmations(
-                    args.session, ConfirmationStatus.ACCEPTED
-                )
-                assert approved.follow_up_turn is not None
-                result = await session.result(approved.follow_up_turn)
-            print(f"RESULT {result.status.value} {result.text}", flush=True)
+        result = await approve_and_finish(
+            runtime, agent, store, args, "reserve two FILTER-A for FAN-7"
+        )
+        print(f"RESULT {result.status.value} {result.text}", flush=True)
     finally:
         await inner.close()
     return 0

@@ -13,13 +13,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from agent import (
     Agent,
-    ConfirmationStatus,
     Runtime,
     ScriptedModel,
     ScriptedReply,
@@ -28,22 +26,8 @@ from agent import (
 )
 from agent.mcp import attach_mcp
 from storage import SqlStore
+from tests.support.effect_child import SettleHook, approve_and_finish
 from tests.support.mcp_servers.fixtures import stdio_server
-
-
-class _SettleHook:
-    def __init__(self, inner: Any, crash: bool) -> None:
-        self._inner = inner
-        self._crash = crash
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    async def settle_receipt(self, *args: Any, **kwargs: Any) -> Any:
-        if self._crash:
-            print("AT settle", flush=True)
-            time.sleep(600)  # noqa: ASYNC251 - freeze here until the parent SIGKILLs us
-        return await self._inner.settle_receipt(*args, **kwargs)
 
 
 def _model() -> ScriptedModel:
@@ -68,7 +52,7 @@ async def main() -> int:
     parser.add_argument("--recover-only", action="store_true")
     args = parser.parse_args()
     inner = await SqlStore.open(args.url)
-    store = _SettleHook(inner, args.crash_before_settle)
+    store = SettleHook(inner, args.crash_before_settle)
     base = Agent(name="m", instructions="x", mcp_servers=[stdio_server(Path(args.runs))])
     agent = await attach_mcp(base)
     assert agent.mcp is not None
@@ -76,22 +60,8 @@ async def main() -> int:
         store, _model(), agent=agent, lease_ttl=0.6, recovery_interval=0.1, poll_interval=0.05
     )
     try:
-        async with runtime:
-            session = runtime.session(agent, args.session)
-            async with asyncio.timeout(60):
-                if not args.recover_only:
-                    await session.start("record it", turn_id=args.turn)
-                    await session.result(args.turn)
-                    [proposed] = await store.list_confirmations(
-                        args.session, ConfirmationStatus.PENDING
-                    )
-                    await session.confirm(proposed.confirmation_id, True)
-                [approved] = await store.list_confirmations(
-                    args.session, ConfirmationStatus.ACCEPTED
-                )
-                assert approved.follow_up_turn is not None
-                result = await session.result(approved.follow_up_turn)
-            print(f"RESULT {result.status.value} {result.text}", flush=True)
+        result = await approve_and_finish(runtime, agent, store, args, "record it")
+        print(f"RESULT {result.status.value} {result.text}", flush=True)
     finally:
         await agent.mcp.close()
         await inner.close()
